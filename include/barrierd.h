@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * barrierd.h - the barrierd state-file ABI (version 1) and the libbarrierd client API.
+ *
+ * This header is the one definition of the state file's layout: the daemon, the library,
+ * barrierctl and the tests all include it.  docs/PROTOCOL.md describes it byte by byte.
+ *
+ * The first 128 bytes and the 16-byte per-CPU entries keep the layout of the original
+ * barrierd's `struct barrierd_mapped_data`, so programs written against it keep working.
+ */
+#ifndef BARRIERD_H
+#define BARRIERD_H
+
+#if !defined(__x86_64__)
+#error "barrierd is x86-64 only: its soundness argument is x86-TSO (see docs/DESIGN.md)"
+#endif
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------------------------ */
+/* State file ABI                                                                              */
+/* ------------------------------------------------------------------------------------------ */
+
+#define BARRIERD_DEFAULT_STATE_PATH "/run/barrierd/state"
+#define BARRIERD_STATE_ENV "BARRIERD_STATE"
+
+/* "BARRIERD" in little-endian byte order. */
+#define BARRIERD_MAGIC 0x4452454952524142ULL
+#define BARRIERD_ABI_MAJOR 1u
+#define BARRIERD_ABI_MINOR 0u
+
+/* header.flags, low bits: the daemon's state. */
+#define BARRIERD_FLAG_RUNNING (1ULL << 0) /* a daemon owns the file and publishes */
+#define BARRIERD_FLAG_STOPPED (1ULL << 1) /* no daemon publishes: values only age */
+/* header.flags, feature bits (readers ignore unknown ones). */
+#define BARRIERD_FEAT_EXTENSION (1ULL << 16) /* ext_offset points at struct barrierd_ext */
+#define BARRIERD_FEAT_DOORBELL (1ULL << 17)  /* a daemon thread waits on header.doorbell */
+#define BARRIERD_FLAGS_STATE_MASK 0xffffULL
+
+/*
+ * One per possible CPU, at offset 128 + 16 * cpu.  Both fields only grow within one boot; the
+ * low 32 bits of each (its first four bytes: x86 is little-endian) are a futex word.
+ */
+struct barrierd_cpu {
+	uint64_t last_interrupt_ns;    /* CLOCK_MONOTONIC of the latest evidence for this CPU */
+	uint64_t last_interrupt_vtime; /* the vtime that evidence carried */
+};
+
+struct barrierd_header {
+	/* -- the original 32 bytes -- */
+	uint64_t ncpu;                 /* number of per-CPU entries (possible CPUs) */
+	uint64_t vtime;                /* virtual time, advanced by the daemon */
+	uint64_t last_interrupt_ns;    /* min over CPUs of per_cpu[].last_interrupt_ns */
+	uint64_t last_interrupt_vtime; /* min over CPUs of per_cpu[].last_interrupt_vtime */
+	/* -- the original's 96 reserved bytes, ours now -- */
+	uint64_t magic;               /* BARRIERD_MAGIC */
+	uint32_t abi_major;           /* BARRIERD_ABI_MAJOR: a reader refuses a newer major */
+	uint32_t abi_minor;           /* a reader accepts any minor */
+	uint32_t header_size;         /* sizeof(struct barrierd_header) == 128 */
+	uint32_t cpu_stride;          /* sizeof(struct barrierd_cpu) == 16 */
+	uint64_t flags;               /* BARRIERD_FLAG_* | BARRIERD_FEAT_* */
+	uint64_t generation;          /* bumped at every daemon start */
+	uint64_t heartbeat_ns;        /* CLOCK_MONOTONIC of the daemon's latest sign of life */
+	uint64_t heartbeat_period_ns; /* the daemon refreshes heartbeat_ns at least this often */
+	uint64_t daemon_pid;          /* pid of the publishing daemon (its own pid namespace) */
+	uint8_t boot_id[16];          /* /proc/sys/kernel/random/boot_id, as 16 raw bytes */
+	uint64_t doorbell;            /* FUTEX_WAKE the low half to ask for idle/offline credit */
+	uint64_t ext_offset;          /* byte offset of struct barrierd_ext in the file */
+	struct barrierd_cpu per_cpu[]; /* ncpu entries */
+};
+
+_Static_assert(sizeof(struct barrierd_cpu) == 16, "per-CPU entry is 16 bytes");
+_Static_assert(offsetof(struct barrierd_cpu, last_interrupt_ns) == 0, "abi");
+_Static_assert(offsetof(struct barrierd_cpu, last_interrupt_vtime) == 8, "abi");
+_Static_assert(offsetof(struct barrierd_header, ncpu) == 0, "abi");
+_Static_assert(offsetof(struct barrierd_header, vtime) == 8, "abi");
+_Static_assert(offsetof(struct barrierd_header, last_interrupt_ns) == 16, "abi");
+_Static_assert(offsetof(struct barrierd_header, last_interrupt_vtime) == 24, "abi");
+_Static_assert(offsetof(struct barrierd_header, magic) == 32, "abi");
+_Static_assert(offsetof(struct barrierd_header, abi_major) == 40, "abi");
+_Static_assert(offsetof(struct barrierd_header, abi_minor) == 44, "abi");
+_Static_assert(offsetof(struct barrierd_header, header_size) == 48, "abi");
+_Static_assert(offsetof(struct barrierd_header, cpu_stride) == 52, "abi");
+_Static_assert(offsetof(struct barrierd_header, flags) == 56, "abi");
+_Static_assert(offsetof(struct barrierd_header, generation) == 64, "abi");
+_Static_assert(offsetof(struct barrierd_header, heartbeat_ns) == 72, "abi");
+_Static_assert(offsetof(struct barrierd_header, heartbeat_period_ns) == 80, "abi");
+_Static_assert(offsetof(struct barrierd_header, daemon_pid) == 88, "abi");
+_Static_assert(offsetof(struct barrierd_header, boot_id) == 96, "abi");
+_Static_assert(offsetof(struct barrierd_header, doorbell) == 112, "abi");
+_Static_assert(offsetof(struct barrierd_header, ext_offset) == 120, "abi");
+_Static_assert(offsetof(struct barrierd_header, per_cpu) == 128, "abi");
+_Static_assert(sizeof(struct barrierd_header) == 128, "abi");
+
+/* ext_cpu.state */
+enum barrierd_cpu_state {
+	BARRIERD_CPU_UNKNOWN = 0, /* no sched_switch seen yet: treated as busy */
+	BARRIERD_CPU_BUSY = 1,
+	BARRIERD_CPU_IDLE = 2,
+	BARRIERD_CPU_OFFLINE = 3,
+};
+
+/* low byte of ext.last_advance_cause; bits 8..39 hold the CPU whose credit advanced it */
+enum barrierd_cause {
+	BARRIERD_CAUSE_NONE = 0,
+	BARRIERD_CAUSE_EVENT = 1,   /* a stamped tracepoint event (rule 1) */
+	BARRIERD_CAUSE_IDLE = 2,    /* idle credit (rule 2) */
+	BARRIERD_CAUSE_OFFLINE = 3, /* offline credit (rule 3) */
+};
+#define BARRIERD_CAUSE_KIND(c) ((unsigned)((c)&0xff))
+#define BARRIERD_CAUSE_CPU(c) ((unsigned)(((c) >> 8) & 0xffffffffu))
+
+/* Per-CPU extension entry; how the CPU's value was last moved forward, and its state. */
+struct barrierd_ext_cpu {
+	uint64_t state;          /* enum barrierd_cpu_state, as of the latest pass */
+	uint64_t credit_event;   /* passes in which a stamped event advanced this CPU */
+	uint64_t credit_idle;    /* passes in which idle credit advanced this CPU */
+	uint64_t credit_offline; /* passes in which offline credit advanced this CPU */
+};
+
+/* The extension area, at header.ext_offset (a multiple of 64). */
+struct barrierd_ext {
+	uint64_t ext_size;         /* bytes from ext_offset to the end of the file */
+	uint32_t ext_header_size;  /* sizeof(struct barrierd_ext) == 64 */
+	uint32_t ext_cpu_stride;   /* sizeof(struct barrierd_ext_cpu) == 32 */
+	uint64_t last_advance_ns;  /* CLOCK_MONOTONIC when the global ns value last advanced */
+	uint64_t last_advance_cause; /* enum barrierd_cause | cpu << 8 */
+	uint64_t passes;           /* publishing passes since the daemon started */
+	uint64_t credit_passes;    /* of which idle/offline credit passes */
+	uint64_t doorbell_rings;   /* doorbell wakes the daemon heard */
+	uint64_t reserved;
+	struct barrierd_ext_cpu cpu[]; /* ncpu entries */
+};
+
+_Static_assert(sizeof(struct barrierd_ext_cpu) == 32, "abi");
+_Static_assert(offsetof(struct barrierd_ext_cpu, state) == 0, "abi");
+_Static_assert(offsetof(struct barrierd_ext_cpu, credit_event) == 8, "abi");
+_Static_assert(offsetof(struct barrierd_ext_cpu, credit_idle) == 16, "abi");
+_Static_assert(offsetof(struct barrierd_ext_cpu, credit_offline) == 24, "abi");
+_Static_assert(offsetof(struct barrierd_ext, ext_size) == 0, "abi");
+_Static_assert(offsetof(struct barrierd_ext, ext_header_size) == 8, "abi");
+_Static_assert(offsetof(struct barrierd_ext, ext_cpu_stride) == 12, "abi");
+_Static_assert(offsetof(struct barrierd_ext, last_advance_ns) == 16, "abi");
+_Static_assert(offsetof(struct barrierd_ext, last_advance_cause) == 24, "abi");
+_Static_assert(offsetof(struct barrierd_ext, passes) == 32, "abi");
+_Static_assert(offsetof(struct barrierd_ext, credit_passes) == 40, "abi");
+_Static_assert(offsetof(struct barrierd_ext, doorbell_rings) == 48, "abi");
+_Static_assert(offsetof(struct barrierd_ext, cpu) == 64, "abi");
+_Static_assert(sizeof(struct barrierd_ext) == 64, "abi");
+
+/* Where the extension starts for a given ncpu: after the per-CPU array, 64-byte aligned. */
+static inline uint64_t barrierd_ext_offset(uint64_t ncpu)
+{
+	return (sizeof(struct barrierd_header) + ncpu * sizeof(struct barrierd_cpu) + 63) & ~63ULL;
+}
+
+/* Total file size for a given ncpu. */
+static inline uint64_t barrierd_file_size(uint64_t ncpu)
+{
+	return barrierd_ext_offset(ncpu) + sizeof(struct barrierd_ext) +
+	       ncpu * sizeof(struct barrierd_ext_cpu);
+}
+
+/* The largest ncpu a reader accepts (the kernel's NR_CPUS limit). */
+#define BARRIERD_MAX_CPUS 8192u
+
+/* ------------------------------------------------------------------------------------------ */
+/* Client API (libbarrierd.so.1)                                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+struct barrierd;
+
+enum barrierd_fallback {
+	BARRIERD_FALLBACK_NONE = 0,       /* never call membarrier: -ESTALE / -ETIMEDOUT */
+	BARRIERD_FALLBACK_MEMBARRIER = 1, /* finish with membarrier(MEMBARRIER_CMD_GLOBAL) */
+};
+
+struct barrierd_open_opts {
+	size_t sz;               /* sizeof(struct barrierd_open_opts), for extension */
+	int trusted_uid_set;     /* nonzero: trusted_uid is trusted besides root */
+	uid_t trusted_uid;       /* owner accepted besides root (never read from the env) */
+	int fallback;            /* enum barrierd_fallback */
+	int64_t fallback_after_ns; /* a wait falls back after this long (<= 0: 100 ms) */
+};
+
+/*
+ * barrierd_open - validate and map the state file read-only.
+ * path: NULL means secure_getenv("BARRIERD_STATE"), then BARRIERD_DEFAULT_STATE_PATH.
+ * Returns 0 and *out, or -EPERM (untrusted file), -EPROTO (not a barrierd v1 file, no /proc,
+ * a time namespace that cannot be converted), -ESTALE (values later than our clock: a file from
+ * another boot), -ENOENT and other open(2)/mmap(2) errors.
+ */
+int barrierd_open(struct barrierd **out, const char *path);
+int barrierd_open_opts(struct barrierd **out, const char *path,
+		       const struct barrierd_open_opts *opts);
+void barrierd_close(struct barrierd *b);
+
+/*
+ * barrierd_stamp_ns - MFENCE; LFENCE; CLOCK_MONOTONIC (converted out of a time namespace).
+ * Every store this thread made before the call is globally visible before the returned time.
+ */
+uint64_t barrierd_stamp_ns(const struct barrierd *b);
+/* barrierd_stamp_vtime - MFENCE, then a load of the published vtime. */
+uint64_t barrierd_stamp_vtime(const struct barrierd *b);
+
+/* Has every CPU passed the barrier for this stamp?  A few loads: no syscall, no locked RMW. */
+bool barrierd_passed(const struct barrierd *b, uint64_t stamp_ns);
+bool barrierd_passed_vtime(const struct barrierd *b, uint64_t vtime);
+
+/*
+ * Wait until every CPU passed the stamp.  timeout_ns < 0 waits forever (still waking up
+ * periodically to check the daemon's liveness).  Returns 0, -ETIMEDOUT, -ESTALE (daemon gone
+ * and no fallback), -EINVAL (stamp not after the open time), or membarrier's error when the
+ * fallback runs and fails.
+ */
+int barrierd_wait(struct barrierd *b, uint64_t stamp_ns, int64_t timeout_ns);
+int barrierd_wait_vtime(struct barrierd *b, uint64_t vtime, int64_t timeout_ns);
+/*
+ * Wait for the CPUs in the set only.  This covers only threads that can never run outside the
+ * set (their affinity, enforced by cpuset or the caller): a thread that migrates out is not
+ * covered.
+ */
+int barrierd_wait_cpus(struct barrierd *b, uint64_t stamp_ns, const void *cpus, size_t setsize,
+		       int64_t timeout_ns);
+
+/* stamp + wait: a drop-in for membarrier(MEMBARRIER_CMD_GLOBAL, 0, 0). */
+int barrierd_barrier(struct barrierd *b, int64_t timeout_ns);
+
+/* Ring the doorbell without sleeping (for pollers of barrierd_passed()).  0 or -errno. */
+int barrierd_request(struct barrierd *b);
+
+/* The read-only mapping and its size, for tools (barrierctl) and tests. */
+const struct barrierd_header *barrierd_mapping(const struct barrierd *b, size_t *size);
+
+/* The clock reading taken at open: stamps at or below it are refused (-EINVAL). */
+uint64_t barrierd_open_ns(const struct barrierd *b);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BARRIERD_H */

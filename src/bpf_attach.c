@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: MIT
+#include "bpf_attach.h"
+#include "log.h"
+#include "barrierd.skel.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG && !log_verbose)
+		return 0;
+	if (level != LIBBPF_WARN && !log_verbose)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+int bpf_ctx_load(struct bpf_ctx *b, uint64_t ncpu, char *err, size_t errlen)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	int ret;
+
+	memset(b, 0, sizeof(*b));
+	b->ncpu = ncpu;
+	libbpf_set_print(libbpf_quiet);
+	b->skel = barrierd_bpf__open();
+	if (!b->skel) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(-ret));
+		return ret;
+	}
+	ret = bpf_map__set_max_entries(b->skel->maps.slots, (uint32_t)ncpu);
+	if (!ret)
+		ret = barrierd_bpf__load(b->skel);
+	if (ret) {
+		snprintf(err, errlen,
+			 "cannot load the BPF programs: %s (barrierd needs root, or CAP_BPF, "
+			 "CAP_PERFMON and CAP_SYS_RESOURCE, and a kernel with BTF)",
+			 strerror(-ret));
+		goto fail;
+	}
+	b->slots_len = ((ncpu * sizeof(struct barrierd_slot)) + (size_t)page - 1) & ~((size_t)page - 1);
+	b->slots = mmap(NULL, b->slots_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			bpf_map__fd(b->skel->maps.slots), 0);
+	if (b->slots == MAP_FAILED) {
+		ret = -errno;
+		b->slots = NULL;
+		snprintf(err, errlen, "cannot map the slot array: %s", strerror(-ret));
+		goto fail;
+	}
+	b->vtime = (volatile uint64_t *)&b->skel->bss->vtime;
+	b->watermark = (volatile uint64_t *)&b->skel->bss->watermark;
+	b->main_switches = (volatile uint64_t *)&b->skel->bss->main_switches;
+	return 0;
+fail:
+	bpf_ctx_destroy(b);
+	return ret;
+}
+
+int bpf_ctx_whoami(struct bpf_ctx *b, uint32_t *tid)
+{
+	uint64_t dummy[1] = {0};
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .ctx_in = dummy, .ctx_size_in = sizeof(dummy));
+	int ret;
+
+	b->skel->bss->whoami_tid = 0;
+	ret = bpf_prog_test_run_opts(bpf_program__fd(b->skel->progs.barrierd_whoami), &opts);
+	if (ret)
+		return -errno;
+	*tid = (uint32_t)b->skel->bss->whoami_tid;
+	return *tid ? 0 : -ESRCH;
+}
+
+int bpf_ctx_add_daemon_tid(struct bpf_ctx *b, uint32_t tid, bool main)
+{
+	volatile uint32_t *tids = b->skel->bss->daemon_tids;
+
+	if (main)
+		b->skel->bss->main_tid = tid;
+	for (int i = 0; i < BARRIERD_MAX_DAEMON_TIDS; i++) {
+		if (tids[i] == 0 || tids[i] == tid) {
+			tids[i] = tid;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+static int on_signal(void *ctx, void *data, size_t len)
+{
+	(void)data;
+	(void)len;
+	((struct bpf_ctx *)ctx)->signals++;
+	return 0;
+}
+
+int bpf_ctx_attach(struct bpf_ctx *b, const struct resolved_tp *tps, size_t n, char *err,
+		   size_t errlen)
+{
+	struct bpf_link *l;
+	bool switch_listed = false;
+	int ret;
+
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(tps[i].category, "sched") && !strcmp(tps[i].name, "sched_switch"))
+			switch_listed = true;
+	b->skel->bss->switch_stamps = switch_listed;
+
+	b->rb = ring_buffer__new(bpf_map__fd(b->skel->maps.signal_rb), on_signal, b, NULL);
+	if (!b->rb) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot set up the ring buffer: %s", strerror(-ret));
+		return ret;
+	}
+
+	/* The idle tracker, whatever the list says (rule 2). */
+	l = bpf_program__attach(b->skel->progs.barrierd_switch);
+	if (!l) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot attach to sched/sched_switch: %s", strerror(-ret));
+		return ret;
+	}
+	b->links[b->n_links++] = l;
+	log_debug("attached sched/sched_switch (idle tracking%s)",
+		  switch_listed ? " and evidence" : " only");
+
+	for (size_t i = 0; i < n; i++) {
+		bool dup = false;
+
+		if (!strcmp(tps[i].category, "sched") && !strcmp(tps[i].name, "sched_switch"))
+			continue;
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(tps[i].category, tps[j].category) &&
+			    !strcmp(tps[i].name, tps[j].name))
+				dup = true;
+		if (dup)
+			continue;
+		l = bpf_program__attach_raw_tracepoint(b->skel->progs.barrierd_event, tps[i].name);
+		if (!l) {
+			ret = -errno;
+			snprintf(err, errlen, "cannot attach to tracepoint %s/%s: %s%s",
+				 tps[i].category, tps[i].name, strerror(-ret),
+				 ret == -ENOENT ? " (unknown tracepoint)" : "");
+			return ret;
+		}
+		b->links[b->n_links++] = l;
+		log_debug("attached %s/%s (evidence)", tps[i].category, tps[i].name);
+	}
+	return 0;
+}
+
+int bpf_ctx_drain(struct bpf_ctx *b)
+{
+	return ring_buffer__consume(b->rb);
+}
+
+int bpf_ctx_rb_fd(struct bpf_ctx *b)
+{
+	return ring_buffer__epoll_fd(b->rb);
+}
+
+void bpf_ctx_destroy(struct bpf_ctx *b)
+{
+	for (size_t i = 0; i < b->n_links; i++)
+		bpf_link__destroy(b->links[i]);
+	b->n_links = 0;
+	if (b->rb)
+		ring_buffer__free(b->rb);
+	b->rb = NULL;
+	if (b->slots)
+		munmap(b->slots, b->slots_len);
+	b->slots = NULL;
+	if (b->skel)
+		barrierd_bpf__destroy(b->skel);
+	b->skel = NULL;
+}

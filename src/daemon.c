@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: MIT
+#include "daemon.h"
+#include "bpf_attach.h"
+#include "cpu_hop.h"
+#include "doorbell.h"
+#include "log.h"
+#include "publisher.h"
+#include "state_file.h"
+#include "timens_check.h"
+#include "tracepoints.h"
+
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#define MAX_AGAIN 8
+
+enum { EV_RB = 1, EV_DOORBELL, EV_TIMER, EV_SIGNAL };
+
+struct daemon {
+	const struct barrierd_options *o;
+	struct state_file sf;
+	struct bpf_ctx bpf;
+	struct publisher pub;
+	struct doorbell bell;
+	int epfd, tfd, sfd, online_fd;
+	uint64_t last_credit_ns;
+	bool credit_pending;
+};
+
+static int add_fd(int epfd, int fd, uint64_t tag)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = tag};
+
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+static int setup(struct daemon *d, char *err, size_t errlen)
+{
+	const struct barrierd_options *o = d->o;
+	struct resolved_tp tps[BARRIERD_MAX_TRACEPOINTS];
+	struct barrierd_header *h;
+	struct itimerspec its;
+	uint64_t tick_ns;
+	sigset_t mask;
+	uint32_t tid;
+	int ncpu, ret;
+
+	/* Block the stop signals before any thread exists, so only the signalfd sees them. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+
+	ret = timens_check(err, errlen);
+	if (ret)
+		return ret;
+	ncpu = libbpf_num_possible_cpus();
+	if (ncpu <= 0) {
+		snprintf(err, errlen, "cannot count the possible CPUs: %s", strerror(-ncpu));
+		return ncpu ? ncpu : -EINVAL;
+	}
+
+	/*
+	 * First action on the file, before any BPF: lock it and reset it if it comes from
+	 * another boot or another writer.  A failure anywhere later leaves a safe file.
+	 */
+	ret = state_file_open(&d->sf, o->state_path, (uint64_t)ncpu, err, errlen);
+	if (ret)
+		return ret;
+	h = d->sf.hdr;
+
+	ret = tracepoints_resolve(o->tps, o->n_tps, tps, err, errlen);
+	if (ret)
+		return ret;
+	ret = bpf_ctx_load(&d->bpf, (uint64_t)ncpu, err, errlen);
+	if (ret)
+		return ret;
+
+	d->online_fd = open("/sys/devices/system/cpu/online", O_RDONLY | O_CLOEXEC);
+	if (d->online_fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot open /sys/devices/system/cpu/online: %s",
+			 strerror(-ret));
+		return ret;
+	}
+	/* vtime resumes above everything published, in the file and then .bss, pre-attach. */
+	ret = publisher_init(&d->pub, &d->sf, d->bpf.slots, d->bpf.vtime, d->bpf.watermark,
+			     d->bpf.main_switches, (uint64_t)ncpu, d->online_fd);
+	if (ret) {
+		snprintf(err, errlen, "cannot set up the publisher: %s", strerror(-ret));
+		return ret;
+	}
+	ret = bpf_ctx_whoami(&d->bpf, &tid);
+	if (!ret)
+		ret = bpf_ctx_add_daemon_tid(&d->bpf, tid, true);
+	if (ret) {
+		snprintf(err, errlen, "cannot learn the daemon's global tid: %s", strerror(-ret));
+		return ret;
+	}
+
+	ret = bpf_ctx_attach(&d->bpf, tps, o->n_tps, err, errlen);
+	if (ret)
+		return ret;
+	publisher_arm_detach_check(&d->pub);
+	ret = cpu_hop_all((uint64_t)ncpu);
+	log_debug("hopped across %d online CPUs", ret);
+
+	ret = doorbell_start(&d->bell, &h->doorbell, &d->bpf,
+			     1000000000ULL / (o->max_credit_rate ? o->max_credit_rate : 1));
+	if (ret) {
+		snprintf(err, errlen, "cannot start the doorbell thread: %s", strerror(-ret));
+		return ret;
+	}
+
+	d->epfd = epoll_create1(EPOLL_CLOEXEC);
+	d->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	d->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (d->epfd < 0 || d->tfd < 0 || d->sfd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot set up the event loop: %s", strerror(-ret));
+		return ret;
+	}
+	/* One timer serves the slow idle credit and the heartbeat. */
+	tick_ns = o->idle_credit_interval_ns < o->heartbeat_period_ns ? o->idle_credit_interval_ns
+								      : o->heartbeat_period_ns;
+	its.it_interval.tv_sec = (time_t)(tick_ns / 1000000000ULL);
+	its.it_interval.tv_nsec = (long)(tick_ns % 1000000000ULL);
+	its.it_value = its.it_interval;
+	timerfd_settime(d->tfd, 0, &its, NULL);
+	if ((ret = add_fd(d->epfd, bpf_ctx_rb_fd(&d->bpf), EV_RB)) ||
+	    (ret = add_fd(d->epfd, d->bell.efd, EV_DOORBELL)) ||
+	    (ret = add_fd(d->epfd, d->tfd, EV_TIMER)) || (ret = add_fd(d->epfd, d->sfd, EV_SIGNAL))) {
+		snprintf(err, errlen, "cannot set up the event loop: %s", strerror(-ret));
+		return ret;
+	}
+
+	/* Publish: liveness fields, then the running flag last. */
+	pub64(&h->generation, load64(&h->generation) + 1);
+	pub64(&h->daemon_pid, (uint64_t)getpid());
+	pub64(&h->heartbeat_period_ns, o->heartbeat_period_ns);
+	publisher_heartbeat(&d->pub, mono_ns());
+	pub64(&h->flags, BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION | BARRIERD_FEAT_DOORBELL);
+	return 0;
+}
+
+/* Run a pass, repeating while the watermark handshake asks for it. */
+static int run_pass(struct daemon *d, bool credit)
+{
+	bool again = true;
+	int ret = 0;
+
+	for (int i = 0; i < MAX_AGAIN && again; i++) {
+		ret = publisher_pass(&d->pub, credit && i == 0, &again);
+		if (ret)
+			return ret;
+	}
+	publisher_heartbeat(&d->pub, mono_ns());
+	return again ? 1 : 0;
+}
+
+static int loop(struct daemon *d)
+{
+	const uint64_t min_gap = 1000000000ULL / (d->o->max_credit_rate ? d->o->max_credit_rate : 1);
+	int poll_now = 0;
+
+	for (;;) {
+		struct epoll_event evs[8];
+		int timeout = -1, n, ret;
+		bool fold = false, credit = false;
+		uint64_t now;
+
+		if (poll_now) {
+			timeout = 0;
+		} else if (d->credit_pending) {
+			now = mono_ns();
+			uint64_t due = d->last_credit_ns + min_gap;
+			timeout = due > now ? (int)((due - now + 999999) / 1000000) : 0;
+		}
+		n = epoll_wait(d->epfd, evs, 8, timeout);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			log_err("epoll_wait: %s", strerror(errno));
+			return -errno;
+		}
+		for (int i = 0; i < n; i++) {
+			uint64_t v;
+
+			switch (evs[i].data.u64) {
+			case EV_RB:
+				bpf_ctx_drain(&d->bpf);
+				fold = true;
+				break;
+			case EV_DOORBELL:
+				/* Drain the ring before reading r (in the pass) */
+				if (read(d->bell.efd, &v, sizeof(v)) == sizeof(v))
+					pub64(&d->sf.ext->doorbell_rings,
+					      load64(&d->sf.ext->doorbell_rings) + v);
+				d->credit_pending = true;
+				break;
+			case EV_TIMER:
+				if (read(d->tfd, &v, sizeof(v)) < 0)
+					break;
+				now = mono_ns();
+				publisher_heartbeat(&d->pub, now);
+				/* Clients that cannot ring: slow idle credit (BRIEF §4). */
+				if (publisher_idle_holds_back(&d->pub, now,
+							      d->o->idle_credit_interval_ns))
+					d->credit_pending = true;
+				break;
+			case EV_SIGNAL: {
+				struct signalfd_siginfo si;
+
+				if (read(d->sfd, &si, sizeof(si)) == sizeof(si)) {
+					log_info("received signal %u, stopping", si.ssi_signo);
+					return 0;
+				}
+				break;
+			}
+			}
+		}
+		if (poll_now)
+			fold = true;
+		if (d->credit_pending) {
+			now = mono_ns();
+			if (now >= d->last_credit_ns + min_gap) {
+				credit = true;
+				d->credit_pending = false;
+				d->last_credit_ns = now;
+			}
+		}
+		if (!fold && !credit)
+			continue;
+		ret = run_pass(d, credit);
+		if (ret < 0)
+			return ret;
+		poll_now = ret;
+	}
+}
+
+int daemon_run(const struct barrierd_options *o)
+{
+	struct daemon d;
+	char err[512] = "";
+	int ret;
+
+	memset(&d, 0, sizeof(d));
+	d.o = o;
+	d.epfd = d.tfd = d.sfd = d.online_fd = -1;
+	d.bell.efd = -1;
+	d.sf.fd = d.sf.lock_fd = -1;
+	ret = setup(&d, err, sizeof(err));
+	if (ret) {
+		log_err("%s", err[0] ? err : strerror(-ret));
+	} else {
+		log_info("serving %s: %llu CPUs, %zu tracepoints, generation %llu, vtime %llu",
+			 o->state_path, (unsigned long long)d.sf.ncpu, d.bpf.n_links,
+			 (unsigned long long)d.sf.hdr->generation,
+			 (unsigned long long)d.pub.vtime);
+		ret = loop(&d);
+	}
+
+	doorbell_stop(&d.bell);
+	if (d.sf.hdr) {
+		/* Valid but stopped: values stay (they are true), clients see no one publishes. */
+		state_file_set_stopped(&d.sf);
+	}
+	bpf_ctx_destroy(&d.bpf);
+	publisher_free(&d.pub);
+	state_file_close(&d.sf);
+	if (d.epfd >= 0)
+		close(d.epfd);
+	if (d.tfd >= 0)
+		close(d.tfd);
+	if (d.sfd >= 0)
+		close(d.sfd);
+	if (d.online_fd >= 0)
+		close(d.online_fd);
+	return ret ? 1 : 0;
+}

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: MIT
+#include "doorbell.h"
+#include "bpf_attach.h"
+#include "log.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static sem_t registered;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void *doorbell_main(void *arg)
+{
+	struct doorbell *d = arg;
+	uint32_t tid = 0;
+	uint64_t last = 0;
+
+	d->start_err = bpf_ctx_whoami(d->bpf, &tid);
+	if (!d->start_err)
+		d->start_err = bpf_ctx_add_daemon_tid(d->bpf, tid, false);
+	d->tid = tid;
+	sem_post(&registered);
+	if (d->start_err)
+		return NULL;
+
+	while (!d->stop) {
+		uint64_t one = 1, now;
+		long r = syscall(SYS_futex, (uint32_t *)d->word, FUTEX_WAIT, 0, NULL, NULL, 0);
+
+		if (d->stop)
+			break;
+		if (r != 0 && errno != EAGAIN)
+			continue; /* EINTR */
+		/* One eventfd write per wake; the main loop coalesces everything pending. */
+		if (write(d->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+			log_warn("doorbell: eventfd write failed: %s", strerror(errno));
+		/*
+		 * Flood bound: at most one wake per min_gap_ns.  A ring that arrives while we are
+		 * not waiting returns 0 to its FUTEX_WAKE; its client re-rings (bounded) and
+		 * otherwise sleeps with a bounded timeout, so a lost ring only delays.
+		 */
+		now = now_ns();
+		if (last && now < last + d->min_gap_ns) {
+			struct timespec ts = {.tv_sec = (time_t)((last + d->min_gap_ns) / 1000000000ULL),
+					      .tv_nsec = (long)((last + d->min_gap_ns) % 1000000000ULL)};
+
+			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+			now = now_ns();
+		}
+		last = now;
+	}
+	return NULL;
+}
+
+int doorbell_start(struct doorbell *d, uint64_t *word, struct bpf_ctx *bpf, uint64_t min_gap_ns)
+{
+	pthread_attr_t attr;
+	struct sched_param sp = {.sched_priority = 1};
+	int ret;
+
+	memset(d, 0, sizeof(*d));
+	d->word = word;
+	d->bpf = bpf;
+	d->min_gap_ns = min_gap_ns;
+	d->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (d->efd < 0)
+		return -errno;
+	sem_init(&registered, 0, 0);
+	pthread_attr_init(&attr);
+	pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
+	pthread_attr_setschedparam(&attr, &sp);
+	ret = pthread_create(&d->thread, &attr, doorbell_main, d);
+	if (ret == EPERM) {
+		log_warn("doorbell: no permission for SCHED_FIFO; running it at normal priority");
+		ret = pthread_create(&d->thread, NULL, doorbell_main, d);
+	}
+	pthread_attr_destroy(&attr);
+	if (ret) {
+		close(d->efd);
+		d->efd = -1;
+		return -ret;
+	}
+	d->started = true;
+	while (sem_wait(&registered) && errno == EINTR)
+		;
+	if (d->start_err) {
+		doorbell_stop(d);
+		return d->start_err;
+	}
+	return 0;
+}
+
+void doorbell_stop(struct doorbell *d)
+{
+	if (d->started) {
+		d->stop = 1;
+		/* Our own ring wakes the thread; it sees stop and leaves. */
+		while (pthread_tryjoin_np(d->thread, NULL) == EBUSY) {
+			struct timespec ts = {0, 1000000};
+
+			syscall(SYS_futex, (uint32_t *)d->word, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+			nanosleep(&ts, NULL);
+		}
+		d->started = false;
+	}
+	if (d->efd >= 0)
+		close(d->efd);
+	d->efd = -1;
+}

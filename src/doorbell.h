@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The doorbell thread: FUTEX_WAITs on the state file's doorbell word (any client can
+ * FUTEX_WAKE it on a read-only mapping) and hands each ring to the main loop via an eventfd.
+ */
+#ifndef BARRIERD_DOORBELL_H
+#define BARRIERD_DOORBELL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct bpf_ctx;
+
+struct doorbell {
+	uint64_t *word;        /* header.doorbell; the daemon never changes its value (0) */
+	int efd;               /* eventfd the main loop polls */
+	uint64_t min_gap_ns;   /* 1 / max credit rate: the bound under a flood */
+	struct bpf_ctx *bpf;   /* to learn and register the thread's global tid */
+	pthread_t thread;
+	bool started;
+	volatile int stop;
+	volatile uint32_t tid; /* global tid, once registered */
+	int start_err;
+};
+
+/*
+ * Start the thread at SCHED_FIFO 1 when permitted (futex wakes RT waiters first, so flooding
+ * thieves waiting on the word cannot starve it).  Returns once the thread registered its tid.
+ */
+int doorbell_start(struct doorbell *d, uint64_t *word, struct bpf_ctx *bpf, uint64_t min_gap_ns);
+void doorbell_stop(struct doorbell *d);
+
+#endif

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+#include "options.h"
+
+#include <barrierd.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const barrierd_default_tracepoints[] = {
+	"irq/softirq_entry",
+	"irq_vectors/local_timer_entry",
+	"sched/sched_switch",
+	NULL,
+};
+
+static const char usage[] =
+	"Usage: barrierd [OPTION]... [PATH [TRACEPOINT_ID]...]\n"
+	"Publish per-CPU serialising-event times for asymmetric memory barriers.\n"
+	"\n"
+	"  -s, --state PATH          state file (default " BARRIERD_DEFAULT_STATE_PATH ")\n"
+	"  -t, --tracepoint CAT/NAME evidence tracepoint; repeat for several (default:\n"
+	"                            irq/softirq_entry, irq_vectors/local_timer_entry,\n"
+	"                            sched/sched_switch).  sched/sched_switch is always\n"
+	"                            attached to track idle CPUs; it stamps only if listed\n"
+	"      --idle-credit-interval MS\n"
+	"                            credit idle CPUs at least this often while they hold\n"
+	"                            the global value back, for clients that cannot ring\n"
+	"                            the doorbell (default 10)\n"
+	"      --heartbeat-period MS heartbeat period published in the file (default 100)\n"
+	"      --max-credit-rate N   at most N idle/offline credit passes per second, the\n"
+	"                            bound on the daemon's work under a doorbell flood\n"
+	"                            (default 10000)\n"
+	"  -v, --verbose             log what is attached and every update\n"
+	"  -h, --help                show this help and exit\n"
+	"  -V, --version             show the version and exit\n"
+	"\n"
+	"The original command line, barrierd PATH ID..., is accepted too: PATH is the state\n"
+	"file and each ID a tracefs event id (events/CAT/NAME/id).\n";
+
+static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int add_tp(struct barrierd_options *o, const char *name, long id, char *err, size_t errlen)
+{
+	struct tp_spec *t;
+
+	if (o->n_tps >= BARRIERD_MAX_TRACEPOINTS) {
+		snprintf(err, errlen, "too many tracepoints (at most %d)", BARRIERD_MAX_TRACEPOINTS);
+		return -EINVAL;
+	}
+	t = &o->tps[o->n_tps];
+	t->id = id;
+	t->name[0] = 0;
+	if (name) {
+		const char *slash = strchr(name, '/');
+
+		if (!slash || slash == name || !slash[1] || strchr(slash + 1, '/') ||
+		    strlen(name) >= sizeof(t->name)) {
+			snprintf(err, errlen, "bad tracepoint '%s': expected CATEGORY/NAME", name);
+			return -EINVAL;
+		}
+		for (const char *p = name; *p; p++) {
+			if (!(*p == '_' || *p == '/' || (*p >= 'a' && *p <= 'z') ||
+			      (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) {
+				snprintf(err, errlen, "bad tracepoint '%s': unexpected character",
+					 name);
+				return -EINVAL;
+			}
+		}
+		snprintf(t->name, sizeof(t->name), "%s", name);
+	}
+	o->n_tps++;
+	return 0;
+}
+
+int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, char *err,
+		  size_t errlen)
+{
+	enum { OPT_IDLE = 256, OPT_HB, OPT_RATE };
+	static const struct option longopts[] = {
+		{"state", required_argument, NULL, 's'},
+		{"tracepoint", required_argument, NULL, 't'},
+		{"idle-credit-interval", required_argument, NULL, OPT_IDLE},
+		{"heartbeat-period", required_argument, NULL, OPT_HB},
+		{"max-credit-rate", required_argument, NULL, OPT_RATE},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{0},
+	};
+	uint64_t v;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->idle_credit_interval_ns = 10 * 1000000ULL;
+	o->heartbeat_period_ns = 100 * 1000000ULL;
+	o->max_credit_rate = 10000;
+	err[0] = 0;
+
+	optind = 0; /* full reset of getopt's state: tests parse several times */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+s:t:vhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			if (!*optarg) {
+				snprintf(err, errlen, "--state needs a path");
+				return -EINVAL;
+			}
+			o->state_path = optarg;
+			break;
+		case 't':
+			if (add_tp(o, optarg, -1, err, errlen))
+				return -EINVAL;
+			break;
+		case OPT_IDLE:
+			if (parse_u64(optarg, 1, 60000, &v)) {
+				snprintf(err, errlen,
+					 "--idle-credit-interval takes milliseconds from 1 to 60000, "
+					 "not '%s'",
+					 optarg);
+				return -EINVAL;
+			}
+			o->idle_credit_interval_ns = v * 1000000ULL;
+			break;
+		case OPT_HB:
+			if (parse_u64(optarg, 10, 60000, &v)) {
+				snprintf(err, errlen,
+					 "--heartbeat-period takes milliseconds from 10 to 60000, "
+					 "not '%s'",
+					 optarg);
+				return -EINVAL;
+			}
+			o->heartbeat_period_ns = v * 1000000ULL;
+			break;
+		case OPT_RATE:
+			if (parse_u64(optarg, 1, 1000000, &v)) {
+				snprintf(err, errlen,
+					 "--max-credit-rate takes a number from 1 to 1000000, not '%s'",
+					 optarg);
+				return -EINVAL;
+			}
+			o->max_credit_rate = v;
+			break;
+		case 'v':
+			o->verbose = true;
+			break;
+		case 'h':
+			fputs(usage, out);
+			return OPTIONS_EXIT_OK;
+		case 'V':
+			fprintf(out, "barrierd %s\n", BARRIERD_VERSION);
+			return OPTIONS_EXIT_OK;
+		case ':':
+			snprintf(err, errlen, "option '%s' needs an argument", argv[optind - 1]);
+			return -EINVAL;
+		default:
+			snprintf(err, errlen, "unknown option '%s' (see --help)", argv[optind - 1]);
+			return -EINVAL;
+		}
+	}
+
+	/* The original command line: PATH [ID]... */
+	if (optind < argc) {
+		if (o->state_path) {
+			snprintf(err, errlen, "state path given twice ('%s' and --state)",
+				 argv[optind]);
+			return -EINVAL;
+		}
+		if (!*argv[optind]) {
+			snprintf(err, errlen, "empty state path");
+			return -EINVAL;
+		}
+		o->state_path = argv[optind++];
+		for (; optind < argc; optind++) {
+			char *end;
+			long id;
+
+			errno = 0;
+			id = strtol(argv[optind], &end, 10);
+			if (errno || *end || end == argv[optind] || id < 0) {
+				snprintf(err, errlen,
+					 "bad tracepoint id '%s': the original command line takes "
+					 "numeric tracefs ids (use --tracepoint for names)",
+					 argv[optind]);
+				return -EINVAL;
+			}
+			if (add_tp(o, NULL, id, err, errlen))
+				return -EINVAL;
+		}
+	}
+
+	if (!o->state_path)
+		o->state_path = BARRIERD_DEFAULT_STATE_PATH;
+	if (o->n_tps == 0)
+		for (const char *const *d = barrierd_default_tracepoints; *d; d++)
+			add_tp(o, *d, -1, err, errlen);
+	return OPTIONS_RUN;
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The publisher: folds the BPF slots into the state file, gives idle and offline credit on
+ * demand, runs the watermark handshake and futex-wakes every word that changed.  It knows the
+ * slots and .bss words only as memory, so benchmarks can drive it with simulated arrays.
+ */
+#ifndef BARRIERD_PUBLISHER_H
+#define BARRIERD_PUBLISHER_H
+
+#include "state_file.h"
+#include "../bpf/barrierd_slot.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct publisher {
+	struct state_file *sf;
+	struct barrierd_slot *slots;
+	volatile uint64_t *bss_vtime;
+	volatile uint64_t *bss_watermark;
+	volatile uint64_t *bss_main_switches; /* NULL: no detach check (simulations) */
+	uint64_t ncpu;
+	int online_fd; /* /sys/devices/system/cpu/online, opened before any sandbox */
+
+	/* What we last published: the file must hold exactly this (else another writer). */
+	uint64_t vtime;
+	uint64_t g_ns, g_vt;
+	uint64_t *ns, *vt;
+	uint8_t *state;  /* enum barrierd_cpu_state */
+	uint8_t *kind;   /* enum barrierd_cause of each CPU's latest advance */
+	uint8_t *online; /* from the latest read of the online mask */
+	uint8_t *changed; /* per pass: which words changed (1: ns, 2: vtime) */
+
+	/* rule 6: the main thread's context switches, kernel's count against the program's */
+	uint64_t rusage_base, bpf_base;
+
+	uint64_t futex_wakes; /* statistics */
+};
+
+/*
+ * Adopt the file: keep every value already published this boot, resume vtime above all of
+ * them (max + 1), store it in the file and then in .bss.  Call before attaching anything.
+ */
+int publisher_init(struct publisher *p, struct state_file *sf, struct barrierd_slot *slots,
+		   volatile uint64_t *bss_vtime, volatile uint64_t *bss_watermark,
+		   volatile uint64_t *bss_main_switches, uint64_t ncpu, int online_fd);
+
+/* Take the rule-6 baseline; call on the main thread once the programs are attached. */
+void publisher_arm_detach_check(struct publisher *p);
+
+/*
+ * One pass.  credit: also give idle and offline credit (rules 2 and 3) and credit the CPU the
+ * pass runs on.  *again is set when the watermark handshake found a stamp that may not have
+ * signalled: run another pass.  Returns 0, -EBUSY (another process wrote the file), or
+ * -ENOLINK (the programs were detached: the kernel saw switches they did not).
+ */
+int publisher_pass(struct publisher *p, bool credit, bool *again);
+
+/* Refresh the heartbeat. */
+void publisher_heartbeat(struct publisher *p, uint64_t now_ns);
+
+/* Does an idle, offline or unknown CPU hold the global value, older than age_ns? */
+bool publisher_idle_holds_back(const struct publisher *p, uint64_t now_ns, uint64_t age_ns);
+
+void publisher_free(struct publisher *p);
+
+uint64_t mono_ns(void);
+
+#endif

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* The state-file writer: create, lock, reset foreign files, map, and single-word stores. */
+#ifndef BARRIERD_STATE_FILE_H
+#define BARRIERD_STATE_FILE_H
+
+#include <barrierd.h>
+#include <limits.h>
+#include <stdint.h>
+
+struct state_file {
+	int fd;
+	int lock_fd;
+	char path[PATH_MAX];
+	char lock_path[PATH_MAX + 8];
+	struct barrierd_header *hdr;
+	struct barrierd_ext *ext;
+	size_t size;
+	uint64_t ncpu;
+	uint8_t boot_id[16];
+};
+
+/*
+ * Every field is published with a single aligned 64-bit store.  Release order keeps the
+ * compiler from reordering our stores; on x86 it is a plain MOV, and TSO keeps stores in
+ * program order for every observer.
+ */
+static inline void pub64(uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+static inline uint64_t load64(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+/* The machine's boot id as 16 raw bytes.  0 or -errno. */
+int read_boot_id(uint8_t out[16]);
+
+/*
+ * Open (creating the file and its directory if missing), lock, and reset a foreign file:
+ * one from another boot, without our magic (the original barrierd's), or of another layout.
+ * Resetting zeroes every time field and sets the stopped flag, so even a daemon that fails
+ * later leaves a safe file.  Never follows a symlink.  0, or -errno with a reason in err.
+ */
+int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char *err,
+		    size_t errlen);
+
+/* Mark the file stopped (no daemon publishes) and wake every waiter so it notices. */
+void state_file_set_stopped(struct state_file *sf);
+
+void state_file_close(struct state_file *sf);
+
+/* FUTEX_WAKE (shared: clients map the file from other processes) on a word's low half. */
+int futex_wake_word(uint64_t *word);
+
+#endif

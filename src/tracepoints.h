@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/* Tracepoint names and ids: tracefs lookup, validation, the NMI refusal. */
+#ifndef BARRIERD_TRACEPOINTS_H
+#define BARRIERD_TRACEPOINTS_H
+
+#include "options.h"
+
+struct resolved_tp {
+	char category[64];
+	char name[64];
+};
+
+/* Find tracefs (mounting it on /sys/kernel/tracing if nothing is mounted).  0 or -errno. */
+int tracefs_find(char *dir, size_t len);
+
+/*
+ * Turn names and ids into category/name pairs.  Refuses unknown tracepoints and NMI-context
+ * ones (the nmi category: an NMI can land between a clock read and its exchange).  0, or -errno with a
+ * one-line reason in err.
+ */
+int tracepoints_resolve(const struct tp_spec *in, size_t n, struct resolved_tp *out, char *err,
+			size_t errlen);
+
+#endif
