@@ -105,6 +105,7 @@ enum barrierd_cpu_state {
 	BARRIERD_CPU_BUSY = 1,
 	BARRIERD_CPU_IDLE = 2,
 	BARRIERD_CPU_OFFLINE = 3,
+	BARRIERD_CPU_DAEMON = 4, /* ran barrierd itself at the latest pass: credited on request */
 };
 
 /* low byte of ext.last_advance_cause; bits 8..39 hold the CPU whose credit advanced it */

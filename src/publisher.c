@@ -185,7 +185,8 @@ int publisher_pass(struct publisher *p, bool credit, bool *again)
 	struct barrierd_ext *x = p->sf->ext;
 	uint64_t r = 0, v = 0, gns = UINT64_MAX, gvt = UINT64_MAX, wm = UINT64_MAX;
 	uint64_t min_cpu = 0;
-	int self = -1;
+	int self = -1, here;
+	bool quieted = false;
 	int ret;
 
 	*again = false;
@@ -253,8 +254,17 @@ int publisher_pass(struct publisher *p, bool credit, bool *again)
 		self = sched_getcpu();
 	}
 
+	/*
+	 * The CPU this pass runs on is busy with us, and goes idle (or back to its task) the
+	 * moment we sleep, through a switch of ours that never signals.  Publishing it as BUSY
+	 * would tell waiters that an event will come by itself; DAEMON tells them to ring, which
+	 * earns it the self credit above.  It stays out of the watermark for the same reason.
+	 */
+	here = self >= 0 ? self : sched_getcpu();
+
 	/* Fold: each value only grows (a nested program can store an older stamp later). */
 	for (uint64_t c = 0; c < p->ncpu; c++) {
+		uint8_t old_state = p->state[c];
 		struct barrierd_slot *s = &p->slots[c];
 		uint64_t st = __atomic_load_n(&s->stamp, __ATOMIC_ACQUIRE);
 		uint64_t sv = __atomic_load_n(&s->vtime, __ATOMIC_ACQUIRE);
@@ -289,8 +299,14 @@ int publisher_pass(struct publisher *p, bool credit, bool *again)
 			p->state[c] = BARRIERD_CPU_IDLE;
 		else if (__atomic_load_n(&s->switches, __ATOMIC_RELAXED) == 0)
 			p->state[c] = BARRIERD_CPU_UNKNOWN;
+		else if ((int)c == here)
+			p->state[c] = BARRIERD_CPU_DAEMON;
 		else
 			p->state[c] = BARRIERD_CPU_BUSY;
+		/* A CPU that stopped being busy will not signal: waiters must hear it, to ring. */
+		if ((old_state == BARRIERD_CPU_BUSY || old_state == BARRIERD_CPU_UNKNOWN) &&
+		    p->state[c] != BARRIERD_CPU_BUSY && p->state[c] != BARRIERD_CPU_UNKNOWN)
+			quieted = true;
 
 		if (nns > p->ns[c]) {
 			/* Rule 1: per-CPU ns before per-CPU vtime. */
@@ -341,14 +357,20 @@ int publisher_pass(struct publisher *p, bool credit, bool *again)
 		pub64(&x->credit_passes, load64(&x->credit_passes) + 1);
 
 	/* Wake the global words first: they have the most waiters. */
+	p->changed_global = 0;
 	if (gns > p->g_ns) {
 		p->g_ns = gns;
+		p->changed_global = 1;
 		wake(p, &h->last_interrupt_ns);
 	}
 	if (gvt > p->g_vt) {
 		p->g_vt = gvt;
 		wake(p, &h->last_interrupt_vtime);
+	} else if (quieted) {
+		wake(p, &h->last_interrupt_vtime);
 	}
+	if (quieted && !(p->changed_global & 1))
+		wake(p, &h->last_interrupt_ns);
 	for (uint64_t c = 0; c < p->ncpu; c++) {
 		if (p->changed[c] & 1)
 			wake(p, &h->per_cpu[c].last_interrupt_ns);

@@ -34,7 +34,8 @@ struct publisher {
 	/* rule 6: the main thread's context switches, kernel's count against the program's */
 	uint64_t rusage_base, bpf_base;
 
-	uint64_t futex_wakes; /* statistics */
+	uint8_t changed_global; /* per pass: the global ns word advanced */
+	uint64_t futex_wakes;   /* statistics */
 };
 
 /*

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: MIT
+/* Stamps and the no-syscall check: the client side of rules 4 and 5. */
+#include "internal.h"
+
+BDLIB_EXPORT uint64_t barrierd_stamp_ns(const struct barrierd *b)
+{
+	/*
+	 * Rule 5: MFENCE makes every earlier store of this thread globally visible; LFENCE keeps
+	 * the clock read (RDTSC in the vDSO) from being performed before the MFENCE completes
+	 * (the SDM's sequence; a locked instruction alone does not order RDTSC).  Only then the
+	 * clock: the stamp is later than the moment our stores became visible.
+	 */
+	__asm__ __volatile__("mfence; lfence" ::: "memory");
+	/* Host time: our CLOCK_MONOTONIC minus this namespace's offset (read at open / slow path). */
+	return bd_clock_raw() - (uint64_t)__atomic_load_n(&b->timens_off, __ATOMIC_RELAXED);
+}
+
+BDLIB_EXPORT uint64_t barrierd_stamp_vtime(const struct barrierd *b)
+{
+	/*
+	 * Rule 4/5: our stores are visible before we read vtime V, so any event that loaded a
+	 * vtime above V from .bss ran after the daemon published it, after our load, after our
+	 * stores.
+	 */
+	__asm__ __volatile__("mfence" ::: "memory");
+	return bd_load(&b->hdr->vtime);
+}
+
+BDLIB_EXPORT bool barrierd_passed(const struct barrierd *b, uint64_t stamp_ns)
+{
+	/* Strictly greater: a value equal to the stamp is not evidence. */
+	return stamp_ns > b->open_ns && bd_load(&b->hdr->last_interrupt_ns) > stamp_ns;
+}
+
+BDLIB_EXPORT bool barrierd_passed_vtime(const struct barrierd *b, uint64_t vtime)
+{
+	return bd_load(&b->hdr->last_interrupt_vtime) > vtime;
+}

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Trust before use: the state file and every directory above it must be controlled by root
+ * (or the one uid the caller names), or a local user could hand us a file that passes every
+ * barrier at once.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int owner_ok(uid_t owner, uid_t trusted, int trusted_set)
+{
+	return owner == 0 || (trusted_set && owner == trusted);
+}
+
+/* A directory is trusted if its owner is, and no one else can write it (sticky root dirs ok). */
+static int dir_ok(const struct stat *st, uid_t trusted, int trusted_set)
+{
+	if (!S_ISDIR(st->st_mode) || !owner_ok(st->st_uid, trusted, trusted_set))
+		return 0;
+	if (st->st_mode & (S_IWGRP | S_IWOTH))
+		return st->st_uid == 0 && (st->st_mode & S_ISVTX);
+	return 1;
+}
+
+int bd_open_trusted(const char *path, uid_t trusted_uid, int trusted_uid_set, int *fd_out)
+{
+	char dir[PATH_MAX], real[PATH_MAX];
+	const char *base;
+	struct stat st;
+	char *slash;
+	int dfd, fd;
+
+	if (!path || !*path || strlen(path) >= sizeof(dir))
+		return -EINVAL;
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash == dir) {
+		base = path + 1;
+		snprintf(dir, sizeof(dir), "/");
+	} else if (slash) {
+		*slash = 0;
+		base = path + (slash - dir) + 1;
+	} else {
+		base = path;
+		snprintf(dir, sizeof(dir), ".");
+	}
+	if (!*base)
+		return -EINVAL;
+	/* Check the directory chain as the kernel resolves it, from the file up to "/". */
+	if (!realpath(dir, real))
+		return -errno;
+	for (;;) {
+		if (stat(real, &st))
+			return -errno;
+		if (!dir_ok(&st, trusted_uid, trusted_uid_set))
+			return -EPERM;
+		if (strcmp(real, "/") == 0)
+			break;
+		slash = strrchr(real, '/');
+		if (slash == real)
+			slash[1] = 0;
+		else
+			*slash = 0;
+	}
+	if (!realpath(dir, real))
+		return -errno;
+	dfd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	/* The file itself: never through a symlink; checked on the open fd, not the name. */
+	fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	close(dfd);
+	if (fd < 0)
+		return errno == ELOOP ? -EPERM : -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    !owner_ok(st.st_uid, trusted_uid, trusted_uid_set) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		close(fd);
+		return -EPERM;
+	}
+	*fd_out = fd;
+	return 0;
+}
