@@ -87,12 +87,14 @@ static __always_inline int on_event(__u32 cpu, __u32 cur_tid)
  */
 static __always_inline int on_switch(__u32 cpu, __u32 prev_tid, __u32 next_pid)
 {
-	struct barrierd_slot *slot = bpf_map_lookup_elem(&slots, &cpu);
+	struct barrierd_slot *slot;
 
-	if (!slot)
-		return 0;
+	/* Counted before anything can fail: a miss here would look like a detach (rule 6). */
 	if (prev_tid != 0 && prev_tid == main_tid)
 		__sync_fetch_and_add(&main_switches, 1);
+	slot = bpf_map_lookup_elem(&slots, &cpu);
+	if (!slot)
+		return 0;
 	slot->switches++;
 	if (switch_stamps)
 		stamp_slot(slot, cpu, prev_tid);

@@ -112,7 +112,7 @@ int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, 
 
 	optind = 0; /* full reset of getopt's state: tests parse several times */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+s:t:vhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:s:t:vhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (!*optarg) {

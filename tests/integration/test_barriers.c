@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Real barriers against the real daemon: completion and per-CPU evidence, idle credit with
+ * pinned CPUs, the watermark handshake under stress, and a client of the original layout.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "harness.h"
+
+static struct harness H;
+
+static int setup(void **state)
+{
+	(void)state;
+	h_mkdir(&H);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	h_stop(&H);
+	h_rmdir(&H);
+	return 0;
+}
+
+/* One barrier by hand: fenced stamp, futex wait on the low half with a timeout, recheck. */
+static int manual_barrier(const struct barrierd_header *m, uint64_t *t_out)
+{
+	struct timespec ts;
+	uint64_t t, start;
+
+	__asm__ __volatile__("mfence; lfence" ::: "memory");
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	start = t;
+	*t_out = t;
+	for (;;) {
+		uint32_t w = __atomic_load_n((const uint32_t *)&m->last_interrupt_ns, __ATOMIC_ACQUIRE);
+		struct timespec to = {0, 2 * 1000000L};
+
+		if (h_ld(&m->last_interrupt_ns) > t)
+			return 0;
+		if (h_now() - start > 5000000000ULL)
+			return -ETIMEDOUT; /* hang guard */
+		/* Ask for idle credit, as the library does before sleeping. */
+		syscall(SYS_futex, &m->doorbell, FUTEX_WAKE, 1, NULL, NULL, 0);
+		syscall(SYS_futex, &m->last_interrupt_ns, FUTEX_WAIT, w, &to, NULL, 0);
+	}
+}
+
+static void two_hundred_barriers(void **state)
+{
+	const struct barrierd_header *m;
+	size_t sz = 0;
+
+	(void)state;
+	assert_int_equal(h_start(&H, -1, NULL), 0);
+	m = h_map(H.state, &sz);
+	assert_non_null(m);
+	for (int i = 0; i < 200; i++) {
+		uint64_t t;
+
+		assert_int_equal(manual_barrier(m, &t), 0);
+		for (uint64_t c = 0; c < m->ncpu; c++)
+			if (h_ld(&m->per_cpu[c].last_interrupt_ns) <= t)
+				fail_msg("barrier %d: cpu %llu value %llu not after stamp %llu", i,
+					 (unsigned long long)c,
+					 (unsigned long long)m->per_cpu[c].last_interrupt_ns,
+					 (unsigned long long)t);
+	}
+	/* and through the library, 200 more */
+	struct barrierd *b;
+	assert_int_equal(barrierd_open(&b, H.state), 0);
+	for (int i = 0; i < 200; i++) {
+		uint64_t t = barrierd_stamp_ns(b);
+
+		assert_int_equal(barrierd_wait(b, t, 5000000000LL), 0);
+		for (uint64_t c = 0; c < m->ncpu; c++)
+			assert_true(h_ld(&m->per_cpu[c].last_interrupt_ns) > t);
+	}
+	barrierd_close(b);
+	munmap((void *)m, sz);
+}
+
+/*
+ * Daemon and waiter pinned to one CPU: every other CPU sits idle and must be credited as
+ * idle (the extension's counters say how), not stall the barrier.
+ */
+static void idle_cpu_credited(int pin)
+{
+	const struct barrierd_header *m;
+	const struct barrierd_ext *x;
+	struct barrierd *b;
+	uint64_t before[64] = {0};
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t sz = 0;
+
+	if (ncpu < 2)
+		test_skip_or_fail("needs two CPUs");
+	h_pin(pin);
+	assert_int_equal(h_start(&H, pin, NULL), 0);
+	m = h_map(H.state, &sz);
+	assert_non_null(m);
+	x = (const void *)((const char *)m + m->ext_offset);
+	assert_int_equal(barrierd_open(&b, H.state), 0);
+	for (long c = 0; c < ncpu && c < 64; c++)
+		before[c] = h_ld(&x->cpu[c].credit_idle);
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(barrierd_barrier(b, 5000000000LL), 0);
+	for (long c = 0; c < ncpu && c < 64; c++) {
+		if (c == pin)
+			continue;
+		if (h_ld(&x->cpu[c].credit_idle) <= before[c])
+			fail_msg("cpu %ld (idle, daemon and waiter on %d) was never credited idle", c,
+				 pin);
+		printf("cpu %ld: %llu idle credits in 100 barriers (events %llu)\n", c,
+		       (unsigned long long)(h_ld(&x->cpu[c].credit_idle) - before[c]),
+		       (unsigned long long)h_ld(&x->cpu[c].credit_event));
+	}
+	barrierd_close(b);
+	munmap((void *)m, sz);
+	cpu_set_t all;
+	CPU_ZERO(&all);
+	for (long c = 0; c < ncpu; c++)
+		CPU_SET(c, &all);
+	sched_setaffinity(0, sizeof(all), &all);
+}
+
+static void idle_cpu1_credited(void **state)
+{
+	(void)state;
+	idle_cpu_credited(0);
+}
+
+static void idle_cpu0_credited(void **state)
+{
+	(void)state;
+	idle_cpu_credited(1);
+}
+
+/*
+ * The watermark handshake loses no signal.  The slow idle-credit timer is off, every CPU is
+ * busy (so no idle credit is due) and the waiter never rings the doorbell: each barrier then
+ * depends on busy CPUs' signals alone, and one lost signal would stall it for good.
+ */
+static void watermark_stress(void **state)
+{
+	const char *extra[] = {"--idle-credit-interval", "60000", NULL};
+	const struct barrierd_header *m;
+	pid_t spin[64];
+	int ns, worst_ms = 0;
+	size_t sz = 0;
+
+	(void)state;
+	assert_int_equal(h_start(&H, -1, extra), 0);
+	m = h_map(H.state, &sz);
+	assert_non_null(m);
+	ns = h_spinners(spin, 64);
+	for (int i = 0; i < 3000; i++) {
+		uint64_t t, start = h_now();
+		struct timespec ts;
+
+		__asm__ __volatile__("mfence; lfence" ::: "memory");
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		t = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+		while (h_ld(&m->last_interrupt_ns) <= t) {
+			uint32_t w = __atomic_load_n((const uint32_t *)&m->last_interrupt_ns,
+						     __ATOMIC_ACQUIRE);
+			struct timespec to = {0, 20 * 1000000L};
+
+			if (h_ld(&m->last_interrupt_ns) > t)
+				break;
+			if (h_now() - start > 3000000000ULL) {
+				h_kill_all(spin, ns);
+				fail_msg("barrier %d stalled 3 s with busy CPUs: a signal was lost", i);
+			}
+			syscall(SYS_futex, &m->last_interrupt_ns, FUTEX_WAIT, w, &to, NULL, 0);
+		}
+		int ms = (int)((h_now() - start) / 1000000);
+		worst_ms = ms > worst_ms ? ms : worst_ms;
+	}
+	h_kill_all(spin, ns);
+	printf("3000 barriers without doorbell, CPUs busy: worst %d ms\n", worst_ms);
+	munmap((void *)m, sz);
+}
+
+static void original_layout_client(void **state)
+{
+	(void)state;
+	assert_int_equal(h_start(&H, -1, NULL), 0);
+	/* No doorbell: idle CPUs are credited by the slow timer, as membarrier(GLOBAL) would. */
+	assert_int_equal(h_system("%s/tests/integration/original_client '%s' 100",
+				  BARRIERD_BINARY_DIR, H.state),
+			 0);
+}
+
+int main(void)
+{
+	test_require_root();
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(two_hundred_barriers, setup, teardown),
+		cmocka_unit_test_setup_teardown(idle_cpu1_credited, setup, teardown),
+		cmocka_unit_test_setup_teardown(idle_cpu0_credited, setup, teardown),
+		cmocka_unit_test_setup_teardown(watermark_stress, setup, teardown),
+		cmocka_unit_test_setup_teardown(original_layout_client, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

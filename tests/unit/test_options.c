@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+/* barrierd's command line: defaults, names, the original PATH ID... form, and bad input. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "options.h"
+
+/* parse(o, err, errlen, "arg", ..., NULL) */
+static int parse(struct barrierd_options *o, char *err, size_t errlen, ...)
+{
+	char *argv[32];
+	va_list ap;
+	FILE *out = fopen("/dev/null", "w");
+	int argc = 1, ret;
+	char *a;
+
+	va_start(ap, errlen);
+	argv[0] = "barrierd";
+	while ((a = va_arg(ap, char *)) && argc < 31)
+		argv[argc++] = a;
+	argv[argc] = NULL;
+	va_end(ap);
+	ret = options_parse(o, argc, argv, out, err, errlen);
+	fclose(out);
+	return ret;
+}
+
+static void defaults(void **state)
+{
+	struct barrierd_options o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse(&o, err, sizeof(err), NULL), OPTIONS_RUN);
+	assert_string_equal(o.state_path, "/run/barrierd/state");
+	assert_int_equal(o.n_tps, 3);
+	assert_string_equal(o.tps[0].name, "irq/softirq_entry");
+	assert_string_equal(o.tps[1].name, "irq_vectors/local_timer_entry");
+	assert_string_equal(o.tps[2].name, "sched/sched_switch");
+	assert_false(o.verbose);
+	assert_int_equal(o.idle_credit_interval_ns, 10000000);
+}
+
+static void names_replace_defaults(void **state)
+{
+	struct barrierd_options o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse(&o, err, sizeof(err), "--state", "/tmp/x/state", "-t",
+			       "irq/irq_handler_entry", "--tracepoint", "sched/sched_switch", NULL),
+			 OPTIONS_RUN);
+	assert_string_equal(o.state_path, "/tmp/x/state");
+	assert_int_equal(o.n_tps, 2);
+	assert_string_equal(o.tps[0].name, "irq/irq_handler_entry");
+	assert_int_equal(o.tps[0].id, -1);
+	assert_int_equal(parse(&o, err, sizeof(err), "-v", "--idle-credit-interval", "25", NULL),
+			 OPTIONS_RUN);
+	assert_true(o.verbose);
+	assert_int_equal(o.idle_credit_interval_ns, 25000000);
+}
+
+static void original_command_line(void **state)
+{
+	struct barrierd_options o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse(&o, err, sizeof(err), "/run/b", "312", "45", NULL), OPTIONS_RUN);
+	assert_string_equal(o.state_path, "/run/b");
+	assert_int_equal(o.n_tps, 2);
+	assert_int_equal(o.tps[0].id, 312);
+	assert_int_equal(o.tps[1].id, 45);
+	/* PATH alone: defaults */
+	assert_int_equal(parse(&o, err, sizeof(err), "/run/b", NULL), OPTIONS_RUN);
+	assert_int_equal(o.n_tps, 3);
+}
+
+static void bad_input(void **state)
+{
+	struct barrierd_options o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse(&o, err, sizeof(err), "--bogus", NULL), -EINVAL);
+	assert_non_null(strstr(err, "--bogus"));
+	assert_int_equal(parse(&o, err, sizeof(err), "-t", "nocategory", NULL), -EINVAL);
+	assert_non_null(strstr(err, "CATEGORY/NAME"));
+	assert_int_equal(parse(&o, err, sizeof(err), "-t", "a/b/c", NULL), -EINVAL);
+	assert_int_equal(parse(&o, err, sizeof(err), "-t", "irq/x;rm", NULL), -EINVAL);
+	assert_int_equal(parse(&o, err, sizeof(err), "/run/b", "12x", NULL), -EINVAL);
+	assert_non_null(strstr(err, "12x"));
+	assert_int_equal(parse(&o, err, sizeof(err), "/run/b", "-5", NULL), -EINVAL);
+	assert_int_equal(parse(&o, err, sizeof(err), "--state", "/a", "/b", NULL), -EINVAL);
+	assert_int_equal(parse(&o, err, sizeof(err), "--idle-credit-interval", "0", NULL), -EINVAL);
+	assert_int_equal(parse(&o, err, sizeof(err), "--idle-credit-interval", "x", NULL), -EINVAL);
+	assert_int_equal(parse(&o, err, sizeof(err), "--max-credit-rate", "-1", NULL), -EINVAL);
+	assert_int_equal(parse(&o, err, sizeof(err), "--state", NULL), -EINVAL);
+	assert_non_null(strstr(err, "needs an argument"));
+	assert_int_equal(parse(&o, err, sizeof(err), "--state", "", NULL), -EINVAL);
+}
+
+static void help_and_version(void **state)
+{
+	struct barrierd_options o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse(&o, err, sizeof(err), "--help", NULL), OPTIONS_EXIT_OK);
+	assert_int_equal(parse(&o, err, sizeof(err), "-V", NULL), OPTIONS_EXIT_OK);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(defaults),
+		cmocka_unit_test(names_replace_defaults),
+		cmocka_unit_test(original_command_line),
+		cmocka_unit_test(bad_input),
+		cmocka_unit_test(help_and_version),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
