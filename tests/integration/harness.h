@@ -127,6 +127,8 @@ static inline const struct barrierd_header *h_map(const char *path, size_t *size
 
 static inline uint64_t h_ld(const uint64_t *p)
 {
+	/* Hide the pointer's provenance: GCC 12 misreads atomics on flexible array members. */
+	__asm__("" : "+r"(p));
 	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
 

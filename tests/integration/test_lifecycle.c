@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The daemon's life cycle against the real binary: resetting foreign files before anything
+ * can fail, vtime across restarts, a second instance, SIGTERM, and bad input.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "harness.h"
+
+static struct harness H;
+
+static int setup(void **state)
+{
+	(void)state;
+	h_mkdir(&H);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	h_stop(&H);
+	h_rmdir(&H);
+	return 0;
+}
+
+static long possible_cpus(void)
+{
+	char buf[256];
+	FILE *f = fopen("/sys/devices/system/cpu/possible", "r");
+	long last = 0;
+
+	if (f && fgets(buf, sizeof(buf), f)) {
+		char *dash = strrchr(buf, '-');
+		last = strtol(dash ? dash + 1 : buf, NULL, 10);
+	}
+	if (f)
+		fclose(f);
+	return last + 1;
+}
+
+/* Run the daemon to completion (it is expected to fail); returns its exit status. */
+static int run_expect_exit(const char *const *args)
+{
+	pid_t pid = h_spawn(&H, -1, args);
+	int st = h_reap(pid, 20);
+
+	assert_true(st != -1); /* hang guard */
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+static int log_has(const char *needle)
+{
+	char buf[8192] = "";
+	FILE *f = fopen(H.log, "r");
+	size_t n;
+
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	return strstr(buf, needle) != NULL;
+}
+
+/* A file of ours from another boot, or of the original daemon, holding far-future values. */
+static void write_stale_file(int with_magic)
+{
+	long ncpu = possible_cpus();
+	size_t size = barrierd_file_size((uint64_t)ncpu);
+	uint8_t *buf = calloc(1, size);
+	struct barrierd_header *h = (void *)buf;
+	int fd;
+
+	h->ncpu = (uint64_t)ncpu;
+	h->vtime = 1ULL << 50;
+	h->last_interrupt_ns = 1ULL << 62;
+	h->last_interrupt_vtime = 1ULL << 50;
+	for (long c = 0; c < ncpu; c++) {
+		h->per_cpu[c].last_interrupt_ns = (1ULL << 62) + (uint64_t)c;
+		h->per_cpu[c].last_interrupt_vtime = 1ULL << 50;
+	}
+	if (with_magic) {
+		h->magic = BARRIERD_MAGIC;
+		h->abi_major = 1;
+		h->header_size = 128;
+		h->cpu_stride = 16;
+		h->flags = BARRIERD_FLAG_RUNNING;
+		h->heartbeat_ns = 1ULL << 62;
+		memset(h->boot_id, 0xab, 16); /* not this boot */
+		h->ext_offset = barrierd_ext_offset((uint64_t)ncpu);
+	}
+	fd = open(H.state, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, buf, with_magic ? size : 128 + 16 * (size_t)ncpu),
+			 (ssize_t)(with_magic ? size : 128 + 16 * (size_t)ncpu));
+	close(fd);
+	free(buf);
+}
+
+static void assert_zeroed_and_stopped(void)
+{
+	size_t sz = 0;
+	const struct barrierd_header *m = h_map(H.state, &sz);
+
+	assert_non_null(m);
+	assert_true(h_ld(&m->flags) & BARRIERD_FLAG_STOPPED);
+	assert_false(h_ld(&m->flags) & BARRIERD_FLAG_RUNNING);
+	assert_int_equal(h_ld(&m->vtime), 0);
+	assert_int_equal(h_ld(&m->last_interrupt_ns), 0);
+	assert_int_equal(h_ld(&m->last_interrupt_vtime), 0);
+	assert_int_equal(h_ld(&m->heartbeat_ns), 0);
+	for (uint64_t c = 0; c < m->ncpu; c++) {
+		assert_int_equal(h_ld(&m->per_cpu[c].last_interrupt_ns), 0);
+		assert_int_equal(h_ld(&m->per_cpu[c].last_interrupt_vtime), 0);
+	}
+	munmap((void *)m, sz);
+}
+
+static void foreign_boot_reset_even_if_load_fails(void **state)
+{
+	const char *args[] = {"--state", H.state, "-t", "irq/no_such_tracepoint", NULL};
+
+	(void)state;
+	write_stale_file(1);
+	assert_int_not_equal(run_expect_exit(args), 0);
+	assert_true(log_has("another boot"));
+	assert_true(log_has("unknown tracepoint"));
+	assert_zeroed_and_stopped();
+}
+
+static void original_daemon_file_reset(void **state)
+{
+	const char *args[] = {"--state", H.state, "-t", "irq/no_such_tracepoint", NULL};
+
+	(void)state;
+	write_stale_file(0);
+	assert_int_not_equal(run_expect_exit(args), 0);
+	assert_true(log_has("no barrierd magic"));
+	assert_zeroed_and_stopped();
+}
+
+/*
+ * vtime across a restart: a stamp taken before it is passed only with evidence, and the new
+ * daemon resumes vtime above everything published, so a stamp taken after the restart cannot
+ * be passed by values the old daemon left.
+ */
+static void restart_vtime(void **state)
+{
+	const struct barrierd_header *m;
+	struct barrierd *b;
+	uint64_t v1, v2, gen1, maxold = 0;
+	size_t sz = 0;
+
+	(void)state;
+	assert_int_equal(h_start(&H, -1, NULL), 0);
+	assert_int_equal(barrierd_open(&b, H.state), 0);
+	m = h_map(H.state, &sz);
+	for (int i = 0; i < 50; i++) /* let the old daemon publish plenty of vtime */
+		assert_int_equal(barrierd_barrier(b, 5000000000LL), 0);
+	gen1 = h_ld(&m->generation);
+	v1 = barrierd_stamp_vtime(b);
+	assert_int_equal(h_stop(&H) & 0xff00, 0);
+	for (uint64_t c = 0; c < m->ncpu; c++) {
+		uint64_t v = h_ld(&m->per_cpu[c].last_interrupt_vtime);
+		maxold = v > maxold ? v : maxold;
+	}
+	assert_int_equal(h_start(&H, -1, NULL), 0);
+	assert_int_equal(h_ld(&m->generation), gen1 + 1);
+
+	/* With the new daemon frozen, nothing new is published: a fresh stamp must not pass. */
+	kill(H.pid, SIGSTOP);
+	v2 = barrierd_stamp_vtime(b);
+	assert_true(v2 > maxold);
+	assert_false(barrierd_passed_vtime(b, v2));
+	kill(H.pid, SIGCONT);
+
+	/* The stamp from before the restart passes, through new evidence. */
+	assert_int_equal(barrierd_wait_vtime(b, v1, 5000000000LL), 0);
+	assert_int_equal(barrierd_wait_vtime(b, v2, 5000000000LL), 0);
+	for (uint64_t c = 0; c < m->ncpu; c++)
+		assert_true(h_ld(&m->per_cpu[c].last_interrupt_vtime) > v2);
+	/* and the handle opened before the restart serves ns barriers too */
+	assert_int_equal(barrierd_barrier(b, 5000000000LL), 0);
+	barrierd_close(b);
+	munmap((void *)m, sz);
+}
+
+static void second_instance_fails(void **state)
+{
+	const char *args[] = {"--state", H.state, NULL};
+	size_t sz = 0;
+	const struct barrierd_header *m;
+
+	(void)state;
+	assert_int_equal(h_start(&H, -1, NULL), 0);
+	assert_int_not_equal(run_expect_exit(args), 0);
+	assert_true(log_has("another barrierd already serves"));
+	m = h_map(H.state, &sz);
+	assert_int_equal(h_ld(&m->daemon_pid), (uint64_t)H.pid);
+	assert_true(h_ld(&m->flags) & BARRIERD_FLAG_RUNNING);
+	munmap((void *)m, sz);
+}
+
+static void sigterm_leaves_valid_file(void **state)
+{
+	struct barrierd *b;
+	const struct barrierd_header *m;
+	size_t sz = 0;
+	uint64_t g;
+	int st;
+
+	(void)state;
+	assert_int_equal(h_start(&H, -1, NULL), 0);
+	assert_int_equal(barrierd_open(&b, H.state), 0);
+	assert_int_equal(barrierd_barrier(b, 5000000000LL), 0);
+	st = h_stop(&H);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	m = h_map(H.state, &sz);
+	assert_int_equal(h_ld(&m->magic), BARRIERD_MAGIC);
+	assert_true(h_ld(&m->flags) & BARRIERD_FLAG_STOPPED);
+	g = h_ld(&m->last_interrupt_ns);
+	assert_true(g > 0); /* values stay: they are true */
+	assert_true(log_has("stopping"));
+	/* still a valid file; a wait now reports the daemon gone instead of hanging */
+	barrierd_close(b);
+	assert_int_equal(barrierd_open(&b, H.state), 0);
+	assert_int_equal(barrierd_barrier(b, 5000000000LL), -ESTALE);
+	barrierd_close(b);
+	munmap((void *)m, sz);
+}
+
+static void bad_input(void **state)
+{
+	char link[400], path[400];
+	(void)state;
+
+	{
+		const char *a[] = {"--state", H.state, "-t", "nmi/nmi_handler", NULL};
+		assert_int_not_equal(run_expect_exit(a), 0);
+		assert_true(log_has("NMI"));
+	}
+	{
+		const char *a[] = {"--bogus", NULL};
+		assert_int_equal(run_expect_exit(a), 64);
+		assert_true(log_has("unknown option"));
+	}
+	{
+		const char *a[] = {H.state, "99999999", NULL};
+		assert_int_not_equal(run_expect_exit(a), 0);
+		assert_true(log_has("unknown tracepoint id 99999999"));
+	}
+	{
+		const char *a[] = {"--state", "/proc/barrierd-test/state", NULL};
+		assert_int_not_equal(run_expect_exit(a), 0);
+		assert_true(log_has("/proc/barrierd-test"));
+	}
+	{
+		snprintf(link, sizeof(link), "%s/link", H.dir);
+		snprintf(path, sizeof(path), "%s/elsewhere", H.dir);
+		assert_int_equal(symlink(path, link), 0);
+		const char *a[] = {"--state", link, NULL};
+		assert_int_not_equal(run_expect_exit(a), 0);
+		assert_true(log_has("symlink"));
+		assert_int_not_equal(access(path, F_OK), 0); /* nothing created through it */
+	}
+}
+
+/* Without privilege, one clear line: no BPF permission. */
+static void no_bpf_permission(void **state)
+{
+	char dir[400];
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/nobody", H.dir);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	assert_int_equal(chown(dir, 65534, 65534), 0);
+	assert_int_not_equal(h_system("setpriv --reuid=65534 --regid=65534 --clear-groups "
+				      "--inh-caps=-all %s --state %s/state 2>%s",
+				      BARRIERD_BIN, dir, H.log),
+			     0);
+	assert_true(log_has("cannot load the BPF programs"));
+}
+
+int main(void)
+{
+	test_require_root();
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(foreign_boot_reset_even_if_load_fails, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(original_daemon_file_reset, setup, teardown),
+		cmocka_unit_test_setup_teardown(restart_vtime, setup, teardown),
+		cmocka_unit_test_setup_teardown(second_instance_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(sigterm_leaves_valid_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(bad_input, setup, teardown),
+		cmocka_unit_test_setup_teardown(no_bpf_permission, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
