@@ -99,6 +99,18 @@ static int on_signal(void *ctx, void *data, size_t len)
 	return 0;
 }
 
+/* The kernel's id of a link, for logs (and for tests that detach it on purpose). */
+static unsigned link_id(struct bpf_link *l)
+{
+	struct bpf_link_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(bpf_link__fd(l), &info, &len))
+		return 0;
+	return info.id;
+}
+
 int bpf_ctx_attach(struct bpf_ctx *b, const struct resolved_tp *tps, size_t n, char *err,
 		   size_t errlen)
 {
@@ -126,8 +138,8 @@ int bpf_ctx_attach(struct bpf_ctx *b, const struct resolved_tp *tps, size_t n, c
 		return ret;
 	}
 	b->links[b->n_links++] = l;
-	log_debug("attached sched/sched_switch (idle tracking%s)",
-		  switch_listed ? " and evidence" : " only");
+	log_debug("attached sched/sched_switch (idle tracking%s; link id %u)",
+		  switch_listed ? " and evidence" : " only", link_id(l));
 
 	for (size_t i = 0; i < n; i++) {
 		bool dup = false;
@@ -149,9 +161,19 @@ int bpf_ctx_attach(struct bpf_ctx *b, const struct resolved_tp *tps, size_t n, c
 			return ret;
 		}
 		b->links[b->n_links++] = l;
-		log_debug("attached %s/%s (evidence)", tps[i].category, tps[i].name);
+		log_debug("attached %s/%s (evidence; link id %u)", tps[i].category, tps[i].name,
+			  link_id(l));
 	}
 	return 0;
+}
+
+void bpf_ctx_detach_switch(struct bpf_ctx *b)
+{
+	/* links[0] is always sched_switch: attached first. */
+	if (b->n_links && b->links[0]) {
+		bpf_link__destroy(b->links[0]);
+		b->links[0] = NULL;
+	}
 }
 
 int bpf_ctx_drain(struct bpf_ctx *b)
@@ -167,7 +189,8 @@ int bpf_ctx_rb_fd(struct bpf_ctx *b)
 void bpf_ctx_destroy(struct bpf_ctx *b)
 {
 	for (size_t i = 0; i < b->n_links; i++)
-		bpf_link__destroy(b->links[i]);
+		if (b->links[i])
+			bpf_link__destroy(b->links[i]);
 	b->n_links = 0;
 	if (b->rb)
 		ring_buffer__free(b->rb);

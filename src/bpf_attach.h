@@ -44,6 +44,9 @@ int bpf_ctx_add_daemon_tid(struct bpf_ctx *b, uint32_t tid, bool main);
 int bpf_ctx_attach(struct bpf_ctx *b, const struct resolved_tp *tps, size_t n, char *err,
 		   size_t errlen);
 
+/* Detach the sched_switch program (test-only builds use it to exercise rule 6). */
+void bpf_ctx_detach_switch(struct bpf_ctx *b);
+
 /* Drain the ring buffer (no syscall: it is mmaped).  Returns records consumed. */
 int bpf_ctx_drain(struct bpf_ctx *b);
 int bpf_ctx_rb_fd(struct bpf_ctx *b);

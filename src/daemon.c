@@ -59,6 +59,9 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
+#ifdef BARRIERD_TEST_HOOKS
+	sigaddset(&mask, SIGUSR2);
+#endif
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 
 	ret = timens_check(err, errlen);
@@ -221,10 +224,18 @@ static int loop(struct daemon *d)
 			case EV_SIGNAL: {
 				struct signalfd_siginfo si;
 
-				if (read(d->sfd, &si, sizeof(si)) == sizeof(si)) {
-					log_info("received signal %u, stopping", si.ssi_signo);
-					return 0;
+				if (read(d->sfd, &si, sizeof(si)) != sizeof(si))
+					break;
+#ifdef BARRIERD_TEST_HOOKS
+				/* Test-only binary: detach sched_switch as a bug or bpftool could. */
+				if (si.ssi_signo == SIGUSR2) {
+					bpf_ctx_detach_switch(&d->bpf);
+					log_warn("test hook: sched_switch program detached");
+					break;
 				}
+#endif
+				log_info("received signal %u, stopping", si.ssi_signo);
+				return 0;
 				break;
 			}
 			}

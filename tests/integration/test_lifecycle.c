@@ -55,7 +55,7 @@ static int run_expect_exit(const char *const *args)
 
 static int log_has(const char *needle)
 {
-	char buf[8192] = "";
+	char buf[65536] = "";
 	FILE *f = fopen(H.log, "r");
 	size_t n;
 
@@ -271,6 +271,51 @@ static void bad_input(void **state)
 	}
 }
 
+/*
+ * Rule 6: programs detached behind the daemon's back (a bug, bpftool) would freeze the idle
+ * words; the daemon must notice before crediting, set the stopped flag and exit non-zero.
+ */
+static void detached_programs_detected(void **state)
+{
+	const char *argv[] = {BARRIERD_TESTHOOKS_BIN, "--state", H.state, NULL};
+	struct barrierd *b;
+	size_t sz = 0;
+	int st = -1;
+
+	(void)state;
+	/* The test-only daemon build: SIGUSR2 destroys its sched_switch link. */
+	H.pid = fork();
+	if (H.pid == 0) {
+		int fd = open(H.log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+		dup2(fd, 2);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	assert_int_equal(h_wait_running(&H, H.pid), 0);
+	assert_int_equal(barrierd_open(&b, H.state), 0);
+	assert_int_equal(barrierd_barrier(b, 5000000000LL), 0); /* credit passes work */
+	kill(H.pid, SIGUSR2);
+	for (int i = 0; i < 500; i++) { /* hang guard: 5 s */
+		int status;
+
+		barrierd_request(b); /* credit passes run the check */
+		if (waitpid(H.pid, &status, WNOHANG) == H.pid) {
+			st = status;
+			H.pid = -1;
+			break;
+		}
+		h_sleep_ms(10);
+	}
+	barrierd_close(b);
+	assert_true(st != -1);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+	assert_true(log_has("the programs were detached"));
+	const struct barrierd_header *m = h_map(H.state, &sz);
+	assert_true(h_ld(&m->flags) & BARRIERD_FLAG_STOPPED);
+	munmap((void *)m, sz);
+}
+
 /* Without privilege, one clear line: no BPF permission. */
 static void no_bpf_permission(void **state)
 {
@@ -298,6 +343,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(second_instance_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(sigterm_leaves_valid_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_input, setup, teardown),
+		cmocka_unit_test_setup_teardown(detached_programs_detected, setup, teardown),
 		cmocka_unit_test_setup_teardown(no_bpf_permission, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
