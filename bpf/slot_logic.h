@@ -42,21 +42,29 @@ static __always_inline int is_daemon_tid(__u32 tid)
  *     this vtime also sees that the exchange (the serialising event) already happened;
  *  4. load the watermark after the exchange: either this load sees the daemon's new watermark
  *     or the daemon's re-read (after its MFENCE) sees our stamp (BRIEF §4).
- * Events of the daemon's own threads never signal (its sleeps are switches too, and would
- * signal the next pass forever), and they must not use up this CPU's one signal per watermark
- * either: the signal decision uses sig_stamp, the latest stamp of a non-daemon event.  It is
- * a heuristic for waking the daemon, not evidence, so plain accesses do.
+ * Events of the daemon's own threads never signal (its sleeps and wake-ups are switches too,
+ * and would signal the next pass forever), and they must not use up this CPU's one signal per watermark
+ * either: the signal decision uses sig_stamp, the latest stamp of a non-daemon event (or the
+ * exchanged-out stamp, if older).  It is a heuristic for waking the daemon, not evidence, so
+ * plain accesses do.
  */
-static __always_inline void stamp_slot(struct barrierd_slot *slot, __u32 cpu, __u32 cur_tid)
+static __always_inline void stamp_slot(struct barrierd_slot *slot, __u32 cpu, int daemon)
 {
 	__u64 vt = *(volatile __u64 *)&vtime;
 	__u64 now = bpf_ktime_get_ns();
-	int daemon = is_daemon_tid(cur_tid);
 	__u64 prev_sig = slot->sig_stamp;
 
 	if (!daemon)
 		slot->sig_stamp = now;
-	__sync_lock_test_and_set(&slot->stamp, now);
+	__u64 prev = __sync_lock_test_and_set(&slot->stamp, now);
+
+	/*
+	 * Nested runs can leave sig_stamp newer than the stamp the daemon folded; the exchange's
+	 * previous value cannot be newer than what the daemon saw or will see, so taking the
+	 * older of the two never loses a signal.
+	 */
+	if (prev < prev_sig)
+		prev_sig = prev;
 
 	*(volatile __u64 *)&slot->vtime = vt;
 	/* Counters below are written by this CPU only (the daemon only reads them): no lock. */
@@ -76,7 +84,7 @@ static __always_inline int on_event(__u32 cpu, __u32 cur_tid)
 
 	if (!slot)
 		return 0;
-	stamp_slot(slot, cpu, cur_tid);
+	stamp_slot(slot, cpu, is_daemon_tid(cur_tid));
 	return 0;
 }
 
@@ -97,7 +105,12 @@ static __always_inline int on_switch(__u32 cpu, __u32 prev_tid, __u32 next_pid)
 		return 0;
 	slot->switches++;
 	if (switch_stamps)
-		stamp_slot(slot, cpu, prev_tid);
+		/*
+		 * A switch to or from a daemon thread is the daemon's own doing: switching it in
+		 * must not signal either, or each wake-up of the daemon would signal the next
+		 * one and the daemon would chase itself across CPUs.
+		 */
+		stamp_slot(slot, cpu, is_daemon_tid(prev_tid) || is_daemon_tid(next_pid));
 	__sync_lock_test_and_set(&slot->idle,
 				 next_pid == 0 ? BARRIERD_SLOT_IDLE : BARRIERD_SLOT_BUSY);
 	return 0;

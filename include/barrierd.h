@@ -39,6 +39,11 @@ extern "C" {
 /* header.flags, low bits: the daemon's state. */
 #define BARRIERD_FLAG_RUNNING (1ULL << 0) /* a daemon owns the file and publishes */
 #define BARRIERD_FLAG_STOPPED (1ULL << 1) /* no daemon publishes: values only age */
+/*
+ * Busy CPUs' events reach the daemon as they come (the watermark is armed).  When clear, the
+ * daemon publishes only at its heartbeat, and a waiter must ring the doorbell to be served.
+ */
+#define BARRIERD_FLAG_ARMED (1ULL << 2)
 /* header.flags, feature bits (readers ignore unknown ones). */
 #define BARRIERD_FEAT_EXTENSION (1ULL << 16) /* ext_offset points at struct barrierd_ext */
 #define BARRIERD_FEAT_DOORBELL (1ULL << 17)  /* a daemon thread waits on header.doorbell */
@@ -129,14 +134,21 @@ struct barrierd_ext_cpu {
 /* The extension area, at header.ext_offset (a multiple of 64). */
 struct barrierd_ext {
 	uint64_t ext_size;         /* bytes from ext_offset to the end of the file */
-	uint32_t ext_header_size;  /* sizeof(struct barrierd_ext) == 64 */
+	uint32_t ext_header_size;  /* sizeof(struct barrierd_ext) == 128 */
 	uint32_t ext_cpu_stride;   /* sizeof(struct barrierd_ext_cpu) == 32 */
 	uint64_t last_advance_ns;  /* CLOCK_MONOTONIC when the global ns value last advanced */
 	uint64_t last_advance_cause; /* enum barrierd_cause | cpu << 8 */
 	uint64_t passes;           /* publishing passes since the daemon started */
 	uint64_t credit_passes;    /* of which idle/offline credit passes */
 	uint64_t doorbell_rings;   /* doorbell wakes the daemon heard */
-	uint64_t reserved;
+	/*
+	 * The global values when the daemon last stopped (written before the stopped flag).  While
+	 * the file is not marked running, a reader trusts no value above these: nobody of ours
+	 * publishes, and whatever raises them is not us (the original barrierd, for one).
+	 */
+	uint64_t stop_ns;
+	uint64_t stop_vtime;
+	uint64_t reserved[7];
 	struct barrierd_ext_cpu cpu[]; /* ncpu entries */
 };
 
@@ -153,8 +165,10 @@ _Static_assert(offsetof(struct barrierd_ext, last_advance_cause) == 24, "abi");
 _Static_assert(offsetof(struct barrierd_ext, passes) == 32, "abi");
 _Static_assert(offsetof(struct barrierd_ext, credit_passes) == 40, "abi");
 _Static_assert(offsetof(struct barrierd_ext, doorbell_rings) == 48, "abi");
-_Static_assert(offsetof(struct barrierd_ext, cpu) == 64, "abi");
-_Static_assert(sizeof(struct barrierd_ext) == 64, "abi");
+_Static_assert(offsetof(struct barrierd_ext, stop_ns) == 56, "abi");
+_Static_assert(offsetof(struct barrierd_ext, stop_vtime) == 64, "abi");
+_Static_assert(offsetof(struct barrierd_ext, cpu) == 128, "abi");
+_Static_assert(sizeof(struct barrierd_ext) == 128, "abi");
 
 /* Where the extension starts for a given ncpu: after the per-CPU array, 64-byte aligned. */
 static inline uint64_t barrierd_ext_offset(uint64_t ncpu)

@@ -15,6 +15,8 @@ struct barrierd {
 	uint64_t ncpu;
 	uint64_t open_ns;   /* host CLOCK_MONOTONIC at open: stamps must be later */
 	int64_t timens_off; /* this process's CLOCK_MONOTONIC offset (updated atomically) */
+	uint64_t timens_ino; /* the time namespace that offset belongs to */
+	unsigned fork_gen;   /* bd_fork_gen when timens_off was read */
 	int fallback;
 	int64_t fallback_after_ns;
 };
@@ -31,17 +33,52 @@ static inline uint32_t bd_load_low(const uint64_t *p)
 	return __atomic_load_n((const uint32_t *)p, __ATOMIC_ACQUIRE);
 }
 
+/*
+ * A published value as far as it can be trusted: the value itself while the file is marked
+ * running; otherwise no more than what our daemon left when it stopped (ext.stop_ns or
+ * stop_vtime), since a value raised while none of ours runs is no evidence.  The value is
+ * loaded before the flags: a writer that took over after our daemon stopped wrote after the
+ * stopped flag, so a load that sees its value sees the flag too (x86 loads are not reordered
+ * with older loads).
+ */
+static inline uint64_t bd_trusted(const struct barrierd *b, const uint64_t *word, int vtime)
+{
+	uint64_t v = bd_load(word);
+	uint64_t f = bd_load(&b->hdr->flags);
+
+	if ((f & BARRIERD_FLAG_RUNNING) && !(f & BARRIERD_FLAG_STOPPED))
+		return v;
+	if (!b->ext)
+		return 0;
+	uint64_t cap = bd_load(vtime ? &b->ext->stop_vtime : &b->ext->stop_ns);
+	return v < cap ? v : cap;
+}
+
 /* The raw CLOCK_MONOTONIC of this process (in its time namespace), in ns. */
 uint64_t bd_clock_raw(void);
 
-/* Read this process's monotonic offset from /proc/self/timens_offsets.  0 or -EPROTO. */
-int bd_timens_offset(int64_t *off);
+/*
+ * This process's CLOCK_MONOTONIC offset and its time namespace's inode.  /proc/self/
+ * timens_offsets describes the namespace of the process's future children, which differs
+ * from its own after unshare(CLONE_NEWTIME): then -EPROTO, as without /proc.
+ */
+int bd_timens_offset(int64_t *off, uint64_t *ino);
+
+/* Bumped in every child after fork(): handles re-derive their offset (see timens.c). */
+extern unsigned bd_fork_gen;
+
+/* The offset to subtract from this process's clock, re-derived after a fork. */
+int64_t bd_timens_current(const struct barrierd *b);
 
 /* Path trust (BRIEF §5): -EPERM with no bytes of the file trusted, or an open fd. */
 int bd_open_trusted(const char *path, uid_t trusted_uid, int trusted_uid_set, int *fd_out);
 
-/* Structure checks of a mapped file: 0 or -EPROTO. */
-int bd_validate(const struct barrierd_header *h, size_t size, const struct barrierd_ext **ext);
+/*
+ * Structure checks of a mapped file: 0 or -EPROTO.  *ncpu is the one value of ncpu that was
+ * checked: callers must use it, never load the field again (a reset may change it under us).
+ */
+int bd_validate(const struct barrierd_header *h, size_t size, const struct barrierd_ext **ext,
+		uint64_t *ncpu);
 
 /* Doorbell: one FUTEX_WAKE; returns how many daemon threads heard it, or -errno. */
 int bd_ring(const struct barrierd *b);

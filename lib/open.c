@@ -20,11 +20,13 @@ uint64_t bd_clock_raw(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-int bd_validate(const struct barrierd_header *h, size_t size, const struct barrierd_ext **ext)
+int bd_validate(const struct barrierd_header *h, size_t size, const struct barrierd_ext **ext,
+		uint64_t *ncpu_out)
 {
 	uint64_t ncpu, xo;
 
 	*ext = NULL;
+	*ncpu_out = 0;
 	if (size < sizeof(*h))
 		return -EPROTO;
 	if (bd_load(&h->magic) != BARRIERD_MAGIC)
@@ -50,6 +52,7 @@ int bd_validate(const struct barrierd_header *h, size_t size, const struct barri
 			return -EPROTO;
 		*ext = x;
 	}
+	*ncpu_out = ncpu;
 	return 0;
 }
 
@@ -104,9 +107,10 @@ BDLIB_EXPORT int barrierd_open_opts(struct barrierd **out, const char *path,
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
-	ret = bd_timens_offset(&b->timens_off);
+	ret = bd_timens_offset(&b->timens_off, &b->timens_ino);
 	if (ret)
 		goto fail;
+	b->fork_gen = __atomic_load_n(&bd_fork_gen, __ATOMIC_RELAXED);
 	b->fallback = opts ? opts->fallback : BARRIERD_FALLBACK_NONE;
 	b->fallback_after_ns = opts && opts->fallback_after_ns > 0 ? opts->fallback_after_ns
 								   : DEFAULT_FALLBACK_AFTER_NS;
@@ -136,10 +140,9 @@ BDLIB_EXPORT int barrierd_open_opts(struct barrierd **out, const char *path,
 		goto fail;
 	b->hdr = map;
 	b->size = (size_t)st.st_size;
-	ret = bd_validate(b->hdr, b->size, &b->ext);
+	ret = bd_validate(b->hdr, b->size, &b->ext, &b->ncpu);
 	if (ret)
 		goto fail;
-	b->ncpu = bd_load(&b->hdr->ncpu);
 	ret = check_times(b);
 	if (ret)
 		goto fail;

@@ -11,8 +11,17 @@ BDLIB_EXPORT uint64_t barrierd_stamp_ns(const struct barrierd *b)
 	 * clock: the stamp is later than the moment our stores became visible.
 	 */
 	__asm__ __volatile__("mfence; lfence" ::: "memory");
-	/* Host time: our CLOCK_MONOTONIC minus this namespace's offset (read at open / slow path). */
-	return bd_clock_raw() - (uint64_t)__atomic_load_n(&b->timens_off, __ATOMIC_RELAXED);
+	/*
+	 * Host time: our CLOCK_MONOTONIC minus this namespace's offset (read at open, after a
+	 * fork, and on a wait's slow path).  An offset that could not be known (INT64_MIN) makes
+	 * a stamp in the far future, which no published value can pass.
+	 */
+	int64_t off = bd_timens_current(b);
+	uint64_t now = bd_clock_raw();
+
+	if (off == INT64_MIN)
+		return UINT64_MAX - 1;
+	return now - (uint64_t)off;
 }
 
 BDLIB_EXPORT uint64_t barrierd_stamp_vtime(const struct barrierd *b)
@@ -29,10 +38,10 @@ BDLIB_EXPORT uint64_t barrierd_stamp_vtime(const struct barrierd *b)
 BDLIB_EXPORT bool barrierd_passed(const struct barrierd *b, uint64_t stamp_ns)
 {
 	/* Strictly greater: a value equal to the stamp is not evidence. */
-	return stamp_ns > b->open_ns && bd_load(&b->hdr->last_interrupt_ns) > stamp_ns;
+	return stamp_ns > b->open_ns && bd_trusted(b, &b->hdr->last_interrupt_ns, 0) > stamp_ns;
 }
 
 BDLIB_EXPORT bool barrierd_passed_vtime(const struct barrierd *b, uint64_t vtime)
 {
-	return bd_load(&b->hdr->last_interrupt_vtime) > vtime;
+	return bd_trusted(b, &b->hdr->last_interrupt_vtime, 1) > vtime;
 }

@@ -57,24 +57,36 @@ static inline const uint64_t *global_word(const struct barrierd *b, const struct
 
 static int passed(const struct barrierd *b, const struct target *t)
 {
-	if (bd_load(global_word(b, t)) > t->value)
+	uint64_t f;
+
+	if (b->ncpu == 0)
+		return 0;
+	if (bd_trusted(b, global_word(b, t), t->kind == T_VTIME) > t->value)
 		return 1;
 	if (t->kind != T_CPUS)
 		return 0;
 	for (uint64_t c = 0; c < b->ncpu; c++)
 		if (in_set(t, c) && bd_load(cpu_word(b, t, c)) <= t->value)
 			return 0;
-	return 1;
+	/* Per-CPU values count only while our daemon runs (see bd_trusted). */
+	f = bd_load(&b->hdr->flags);
+	return (f & BARRIERD_FLAG_RUNNING) && !(f & BARRIERD_FLAG_STOPPED);
 }
 
 /*
- * Ring only when a CPU at or below the target is idle, offline, unknown or the daemon's own
- * (BRIEF §4): a busy CPU brings its own evidence at its next event.
+ * Ring only when the daemon is disarmed (it waits for a ring before it listens to busy CPUs),
+ * or a CPU at or below the target is idle, offline, unknown or the daemon's own (BRIEF §4):
+ * a busy CPU of an armed daemon brings its own evidence at its next event.
  */
 static int need_ring(const struct barrierd *b, const struct target *t)
 {
-	if (!b->ext || !(bd_load(&b->hdr->flags) & BARRIERD_FEAT_DOORBELL))
+	uint64_t flags = bd_load(&b->hdr->flags);
+
+	if (!b->ext || !(flags & BARRIERD_FEAT_DOORBELL))
 		return 0;
+	/* Disarmed: no CPU signals the daemon until someone rings. */
+	if (!(flags & BARRIERD_FLAG_ARMED))
+		return 1;
 	for (uint64_t c = 0; c < b->ncpu; c++) {
 		if (!in_set(t, c) || bd_load(cpu_word(b, t, c)) > t->value)
 			continue;
@@ -86,7 +98,7 @@ static int need_ring(const struct barrierd *b, const struct target *t)
 
 static uint64_t host_now(const struct barrierd *b)
 {
-	return bd_clock_raw() - (uint64_t)__atomic_load_n(&b->timens_off, __ATOMIC_RELAXED);
+	return bd_clock_raw() - (uint64_t)bd_timens_current(b);
 }
 
 /*
@@ -137,8 +149,13 @@ static void sleep_on(const struct barrierd *b, const struct target *t, const uin
 
 		for (uint64_t c = 0; c < b->ncpu; c++) {
 			const uint64_t *w = cpu_word(b, t, c);
+			uint64_t cur;
 
-			if (!in_set(t, c) || bd_load(w) > t->value)
+			if (!in_set(t, c))
+				continue;
+			/* One load serves the check and the futex's expected value. */
+			cur = bd_load(w);
+			if (cur > t->value)
 				continue;
 			if (n == WAITV_MAX - 1) {
 				more = 1;
@@ -146,7 +163,7 @@ static void sleep_on(const struct barrierd *b, const struct target *t, const uin
 			}
 			memset(&wv[n], 0, sizeof(wv[n]));
 			wv[n].uaddr = (uintptr_t)w;
-			wv[n].val = bd_load_low(w);
+			wv[n].val = (uint32_t)cur;
 			wv[n].flags = FUTEX2_SIZE_U32; /* shared: not FUTEX2_PRIVATE */
 			n++;
 		}
@@ -171,15 +188,24 @@ static void sleep_on(const struct barrierd *b, const struct target *t, const uin
 
 static int wait_common(struct barrierd *b, const struct target *t, int64_t timeout_ns)
 {
-	uint64_t start, deadline, fb_deadline;
+	uint64_t start, deadline, fb_deadline, ino;
 	int64_t off;
 
 	if (passed(b, t))
 		return 0; /* the fast path: loads only */
+	if (bd_timens_current(b) == INT64_MIN)
+		return -EPROTO; /* our time namespace's offset cannot be known */
 
-	/* Slow path: a setns() may have moved us to another time namespace. */
-	if (bd_timens_offset(&off) == 0)
+	/*
+	 * Slow path: a setns() may have moved us to another time namespace.  A stamp taken
+	 * before such a move was converted with the old offset, so it cannot be judged: refuse
+	 * it, and convert later stamps with the new offset.
+	 */
+	if (bd_timens_offset(&off, &ino) == 0 && off != bd_timens_current(b)) {
 		__atomic_store_n(&b->timens_off, off, __ATOMIC_RELAXED);
+		__atomic_store_n(&b->timens_ino, ino, __ATOMIC_RELAXED);
+		return -ESTALE;
+	}
 	start = host_now(b);
 	deadline = timeout_ns >= 0 ? start + (uint64_t)timeout_ns : UINT64_MAX;
 	fb_deadline = b->fallback == BARRIERD_FALLBACK_MEMBARRIER

@@ -4,7 +4,9 @@
 #include "cpu_hop.h"
 #include "doorbell.h"
 #include "log.h"
+#include "notify.h"
 #include "publisher.h"
+#include "sandbox.h"
 #include "state_file.h"
 #include "timens_check.h"
 #include "tracepoints.h"
@@ -12,6 +14,7 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,9 +35,54 @@ struct daemon {
 	struct publisher pub;
 	struct doorbell bell;
 	int epfd, tfd, sfd, online_fd;
+	struct notifier notify;
 	uint64_t last_credit_ns;
+	uint64_t next_watchdog_ns, next_status_ns, next_probe_ns;
+	uint64_t armed_until, tick_ns;
 	bool credit_pending;
 };
+
+/* How long the watermark stays armed after the last sign of a waiter. */
+#define ARM_HOLD_NS (1000000000ULL)
+/* Per-CPU words probed for sleeping waiters at each heartbeat (rotating). */
+#define PROBE_CPUS 64
+
+#define STATUS_PERIOD_NS (1000000000ULL)
+
+/*
+ * One timer: the heartbeat (and the probe for waiters) while disarmed; the slow idle credit
+ * for clients that cannot ring while armed.  Every wake-up costs tens of microseconds of CPU
+ * on a virtual machine, so an idle, unwatched daemon wakes only at its heartbeat.
+ */
+static void set_tick(struct daemon *d, uint64_t tick_ns)
+{
+	struct itimerspec its;
+
+	if (tick_ns == d->tick_ns)
+		return;
+	d->tick_ns = tick_ns;
+	its.it_interval.tv_sec = (time_t)(tick_ns / 1000000000ULL);
+	its.it_interval.tv_nsec = (long)(tick_ns % 1000000000ULL);
+	its.it_value = its.it_interval;
+	timerfd_settime(d->tfd, 0, &its, NULL);
+}
+
+/* Someone waits: let busy CPUs signal, and keep doing so for ARM_HOLD_NS after. */
+static void arm(struct daemon *d, uint64_t now)
+{
+	const struct barrierd_options *o = d->o;
+
+	d->armed_until = now + ARM_HOLD_NS;
+	publisher_set_armed(&d->pub, true);
+	set_tick(d, o->idle_credit_interval_ns < o->heartbeat_period_ns ? o->idle_credit_interval_ns
+									 : o->heartbeat_period_ns);
+}
+
+static void disarm(struct daemon *d)
+{
+	publisher_set_armed(&d->pub, false);
+	set_tick(d, d->o->heartbeat_period_ns);
+}
 
 static int add_fd(int epfd, int fd, uint64_t tag)
 {
@@ -43,13 +91,37 @@ static int add_fd(int epfd, int fd, uint64_t tag)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
+static int possible_cpus(void)
+{
+	char buf[4096];
+	long max = -1;
+	ssize_t n;
+	int fd = open("/sys/devices/system/cpu/possible", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = 0;
+	for (char *p = buf; *p && *p != '\n';) {
+		char *end;
+		long v = strtol(p, &end, 10);
+
+		if (end == p)
+			return -EIO;
+		max = v > max ? v : max;
+		p = (*end == ',' || *end == '-') ? end + 1 : end;
+	}
+	return max >= 0 && max < (long)BARRIERD_MAX_CPUS ? (int)max + 1 : -EIO;
+}
+
 static int setup(struct daemon *d, char *err, size_t errlen)
 {
 	const struct barrierd_options *o = d->o;
 	struct resolved_tp tps[BARRIERD_MAX_TRACEPOINTS];
 	struct barrierd_header *h;
-	struct itimerspec its;
-	uint64_t tick_ns;
 	sigset_t mask;
 	uint32_t tid;
 	int ncpu, ret;
@@ -67,9 +139,16 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	ret = timens_check(err, errlen);
 	if (ret)
 		return ret;
-	ncpu = libbpf_num_possible_cpus();
+	/* Connect to the service manager now: the sandbox forbids new sockets later. */
+	notify_init(&d->notify);
+	/*
+	 * Highest possible CPU id + 1, not the count: CPU ids index the slots and the file, and a
+	 * hole in the mask is a CPU that is never online (credited offline, rule 3).
+	 */
+	ncpu = possible_cpus();
 	if (ncpu <= 0) {
-		snprintf(err, errlen, "cannot count the possible CPUs: %s", strerror(-ncpu));
+		snprintf(err, errlen, "cannot read /sys/devices/system/cpu/possible: %s",
+			 strerror(ncpu ? -ncpu : EINVAL));
 		return ncpu ? ncpu : -EINVAL;
 	}
 
@@ -133,17 +212,26 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot set up the event loop: %s", strerror(-ret));
 		return ret;
 	}
-	/* One timer serves the slow idle credit and the heartbeat. */
-	tick_ns = o->idle_credit_interval_ns < o->heartbeat_period_ns ? o->idle_credit_interval_ns
-								      : o->heartbeat_period_ns;
-	its.it_interval.tv_sec = (time_t)(tick_ns / 1000000000ULL);
-	its.it_interval.tv_nsec = (long)(tick_ns % 1000000000ULL);
-	its.it_value = its.it_interval;
-	timerfd_settime(d->tfd, 0, &its, NULL);
+	set_tick(d, o->heartbeat_period_ns); /* disarmed until someone waits */
+	if (o->always_armed)
+		arm(d, mono_ns());
 	if ((ret = add_fd(d->epfd, bpf_ctx_rb_fd(&d->bpf), EV_RB)) ||
 	    (ret = add_fd(d->epfd, d->bell.efd, EV_DOORBELL)) ||
 	    (ret = add_fd(d->epfd, d->tfd, EV_TIMER)) || (ret = add_fd(d->epfd, d->sfd, EV_SIGNAL))) {
 		snprintf(err, errlen, "cannot set up the event loop: %s", strerror(-ret));
+		return ret;
+	}
+
+	/*
+	 * Sandbox: everything the steady state needs is open and mapped.  The doorbell thread
+	 * dropped its own privileges (they are per thread); now this one, then the filter for
+	 * both.  From here on: no bpf(), no perf_event_open(), no opening of files.
+	 */
+	ret = sandbox_drop_privileges();
+	if (!ret)
+		ret = sandbox_install_filter(&h->flags);
+	if (ret) {
+		snprintf(err, errlen, "cannot sandbox the daemon: %s", strerror(-ret));
 		return ret;
 	}
 
@@ -152,8 +240,25 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	pub64(&h->daemon_pid, (uint64_t)getpid());
 	pub64(&h->heartbeat_period_ns, o->heartbeat_period_ns);
 	publisher_heartbeat(&d->pub, mono_ns());
-	pub64(&h->flags, BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION | BARRIERD_FEAT_DOORBELL);
+	pub64(&h->flags, BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION | BARRIERD_FEAT_DOORBELL |
+				 (d->pub.armed ? BARRIERD_FLAG_ARMED : 0));
 	return 0;
+}
+
+/* The one-line STATUS= summary, kept fresh for systemctl status. */
+static void send_status(struct daemon *d, uint64_t now)
+{
+	const struct barrierd_ext *x = d->sf.ext;
+	char msg[PATH_MAX + 256];
+	uint64_t g = d->pub.g_ns;
+
+	snprintf(msg, sizeof(msg),
+		 "STATUS=serving %s: %llu CPUs, global value %.1f ms old, %llu passes "
+		 "(%llu credit), %llu doorbell rings",
+		 d->sf.path, (unsigned long long)d->sf.ncpu,
+		 g && now > g ? (double)(now - g) / 1e6 : 0.0, (unsigned long long)x->passes,
+		 (unsigned long long)x->credit_passes, (unsigned long long)x->doorbell_rings);
+	notify_send(&d->notify, msg);
 }
 
 /* Run a pass, repeating while the watermark handshake asks for it. */
@@ -174,7 +279,12 @@ static int run_pass(struct daemon *d, bool credit)
 static int loop(struct daemon *d)
 {
 	const uint64_t min_gap = 1000000000ULL / (d->o->max_credit_rate ? d->o->max_credit_rate : 1);
-	int poll_now = 0;
+	/* A first pass right away: every CPU's state known, and the watermark set if armed. */
+	int poll_now = run_pass(d, true);
+
+	if (poll_now < 0)
+		return poll_now;
+	d->last_credit_ns = mono_ns();
 
 	for (;;) {
 		struct epoll_event evs[8];
@@ -210,14 +320,41 @@ static int loop(struct daemon *d)
 					pub64(&d->sf.ext->doorbell_rings,
 					      load64(&d->sf.ext->doorbell_rings) + v);
 				d->credit_pending = true;
+				arm(d, mono_ns());
 				break;
 			case EV_TIMER:
 				if (read(d->tfd, &v, sizeof(v)) < 0)
 					break;
 				now = mono_ns();
 				publisher_heartbeat(&d->pub, now);
-				/* Clients that cannot ring: slow idle credit (BRIEF §4). */
-				if (publisher_idle_holds_back(&d->pub, now,
+				/* The main loop pings the watchdog: a wedged loop stops the pings. */
+				if (d->notify.watchdog_ns && now >= d->next_watchdog_ns) {
+					notify_send(&d->notify, "WATCHDOG=1");
+					d->next_watchdog_ns = now + d->notify.watchdog_ns / 2;
+				}
+				if (now >= d->next_status_ns) {
+					send_status(d, now);
+					d->next_status_ns = now + STATUS_PERIOD_NS;
+				}
+				/*
+				 * Clients of the original layout cannot ring: find them sleeping on
+				 * the words, without waking them, and serve them while they wait.
+				 * A fold at each heartbeat also keeps idle views of the file fresh.
+				 */
+				if (now >= d->next_probe_ns) {
+					d->next_probe_ns = now + d->o->heartbeat_period_ns;
+					ret = publisher_verify(&d->pub);
+					if (ret)
+						return ret;
+					if (publisher_count_waiters(&d->pub, PROBE_CPUS) > 0)
+						arm(d, now);
+					fold = true;
+				}
+				if (d->pub.armed && now >= d->armed_until && !d->o->always_armed)
+					disarm(d);
+				/* Slow idle credit for them (BRIEF §4), only while someone waits. */
+				if (d->pub.armed &&
+				    publisher_idle_holds_back(&d->pub, now,
 							      d->o->idle_credit_interval_ns))
 					d->credit_pending = true;
 				break;
@@ -268,6 +405,7 @@ int daemon_run(const struct barrierd_options *o)
 	memset(&d, 0, sizeof(d));
 	d.o = o;
 	d.epfd = d.tfd = d.sfd = d.online_fd = -1;
+	d.notify.fd = -1;
 	d.bell.efd = -1;
 	d.sf.fd = d.sf.lock_fd = -1;
 	ret = setup(&d, err, sizeof(err));
@@ -278,9 +416,17 @@ int daemon_run(const struct barrierd_options *o)
 			 o->state_path, (unsigned long long)d.sf.ncpu, d.bpf.n_links,
 			 (unsigned long long)d.sf.hdr->generation,
 			 (unsigned long long)d.pub.vtime);
+		notify_send(&d.notify, "READY=1");
+		send_status(&d, mono_ns());
+		d.next_status_ns = mono_ns() + STATUS_PERIOD_NS;
+		if (d.notify.watchdog_ns) {
+			notify_send(&d.notify, "WATCHDOG=1");
+			d.next_watchdog_ns = mono_ns() + d.notify.watchdog_ns / 2;
+		}
 		ret = loop(&d);
 	}
 
+	notify_send(&d.notify, "STOPPING=1");
 	doorbell_stop(&d.bell);
 	if (d.sf.hdr) {
 		/* Valid but stopped: values stay (they are true), clients see no one publishes. */
@@ -297,5 +443,6 @@ int daemon_run(const struct barrierd_options *o)
 		close(d.sfd);
 	if (d.online_fd >= 0)
 		close(d.online_fd);
+	notify_close(&d.notify);
 	return ret ? 1 : 0;
 }

@@ -2,6 +2,7 @@
 #include "doorbell.h"
 #include "bpf_attach.h"
 #include "log.h"
+#include "sandbox.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -32,6 +33,9 @@ static void *doorbell_main(void *arg)
 	d->start_err = bpf_ctx_whoami(d->bpf, &tid);
 	if (!d->start_err)
 		d->start_err = bpf_ctx_add_daemon_tid(d->bpf, tid, false);
+	/* Capabilities and no_new_privs are per thread: this one drops its own. */
+	if (!d->start_err)
+		d->start_err = sandbox_drop_privileges();
 	d->tid = tid;
 	sem_post(&registered);
 	if (d->start_err)

@@ -31,6 +31,9 @@ static const char usage[] =
 	"      --max-credit-rate N   at most N idle/offline credit passes per second, the\n"
 	"                            bound on the daemon's work under a doorbell flood\n"
 	"                            (default 10000)\n"
+	"      --always-armed        let busy CPUs signal the daemon even when nobody\n"
+	"                            waits (default: only while a waiter is seen, to keep\n"
+	"                            an unwatched daemon nearly asleep)\n"
 	"  -v, --verbose             log what is attached and every update\n"
 	"  -h, --help                show this help and exit\n"
 	"  -V, --version             show the version and exit\n"
@@ -89,13 +92,14 @@ static int add_tp(struct barrierd_options *o, const char *name, long id, char *e
 int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, char *err,
 		  size_t errlen)
 {
-	enum { OPT_IDLE = 256, OPT_HB, OPT_RATE };
+	enum { OPT_IDLE = 256, OPT_HB, OPT_RATE, OPT_ARMED };
 	static const struct option longopts[] = {
 		{"state", required_argument, NULL, 's'},
 		{"tracepoint", required_argument, NULL, 't'},
 		{"idle-credit-interval", required_argument, NULL, OPT_IDLE},
 		{"heartbeat-period", required_argument, NULL, OPT_HB},
 		{"max-credit-rate", required_argument, NULL, OPT_RATE},
+		{"always-armed", no_argument, NULL, OPT_ARMED},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -153,6 +157,9 @@ int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, 
 				return -EINVAL;
 			}
 			o->max_credit_rate = v;
+			break;
+		case OPT_ARMED:
+			o->always_armed = true;
 			break;
 		case 'v':
 			o->verbose = true;

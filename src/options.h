@@ -23,6 +23,7 @@ struct barrierd_options {
 	uint64_t idle_credit_interval_ns; /* slow idle credit for clients that cannot ring */
 	uint64_t heartbeat_period_ns;
 	uint64_t max_credit_rate;         /* credit passes per second, at most */
+	bool always_armed;                /* busy CPUs signal even with no waiter */
 };
 
 enum { OPTIONS_RUN = 0, OPTIONS_EXIT_OK = 1 };

@@ -10,6 +10,8 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 
 uint64_t mono_ns(void)
 {
@@ -40,12 +42,15 @@ static inline uint64_t umax(uint64_t a, uint64_t b)
  */
 static int read_online(struct publisher *p)
 {
-	char buf[4096];
-	ssize_t n = pread(p->online_fd, buf, sizeof(buf) - 1, 0);
-	char *s = buf;
+	char *buf = p->online_buf, *s = buf;
+	ssize_t n = pread(p->online_fd, buf, p->online_buf_len, 0);
 
 	memset(p->online, 1, p->ncpu);
-	if (n <= 0)
+	/*
+	 * A whole list ends in a newline and fits the buffer (sized for the worst list of ncpu
+	 * ids).  A list cut short would mark every CPU after the cut offline: refuse it.
+	 */
+	if (n <= 0 || (size_t)n >= p->online_buf_len || buf[n - 1] != '\n')
 		return n < 0 ? -errno : -EIO;
 	buf[n] = 0;
 	memset(p->changed, 0, p->ncpu); /* scratch for the parse */
@@ -59,7 +64,7 @@ static int read_online(struct publisher *p)
 			b = strtoul(end + 1, &end, 10);
 		for (unsigned long c = a; c <= b && c < p->ncpu; c++)
 			p->changed[c] = 1;
-		if (*end != ',' && *end != '\n' && *end)
+		if (*end != ',' && *end != '\n')
 			return -EIO;
 		s = *end == ',' ? end + 1 : end;
 	}
@@ -89,7 +94,11 @@ int publisher_init(struct publisher *p, struct state_file *sf, struct barrierd_s
 	p->kind = calloc(ncpu, 1);
 	p->online = calloc(ncpu, 1);
 	p->changed = calloc(ncpu, 1);
-	if (!p->ns || !p->vt || !p->state || !p->kind || !p->online || !p->changed) {
+	/* "0,2,4,..." at worst: every id with its separator, plus the newline and a spare byte */
+	p->online_buf_len = ncpu * 7 + 16;
+	p->online_buf = malloc(p->online_buf_len);
+	if (!p->ns || !p->vt || !p->state || !p->kind || !p->online || !p->changed ||
+	    !p->online_buf) {
 		publisher_free(p);
 		return -ENOMEM;
 	}
@@ -158,6 +167,12 @@ static int detach_check(struct publisher *p)
 	return 0;
 }
 
+static void wake(struct publisher *p, uint64_t *word)
+{
+	futex_wake_word(word);
+	p->futex_wakes++;
+}
+
 bool publisher_idle_holds_back(const struct publisher *p, uint64_t now_ns, uint64_t age_ns)
 {
 	if (now_ns < p->g_ns + age_ns)
@@ -168,22 +183,76 @@ bool publisher_idle_holds_back(const struct publisher *p, uint64_t now_ns, uint6
 	return false;
 }
 
+void publisher_set_armed(struct publisher *p, bool armed)
+{
+	struct barrierd_header *h = p->sf->hdr;
+	uint64_t f = load64(&h->flags);
+
+	if (p->armed == armed)
+		return;
+	p->armed = armed;
+	if (!armed)
+		*p->bss_watermark = 0;
+	pub64(&h->flags, armed ? f | BARRIERD_FLAG_ARMED : f & ~BARRIERD_FLAG_ARMED);
+	if (!armed) {
+		/* The flag is visible before these wakes: a woken waiter sees it and rings. */
+		wake(p, &h->last_interrupt_ns);
+		wake(p, &h->last_interrupt_vtime);
+	}
+	log_debug("watermark %s", armed ? "armed" : "disarmed (no waiters)");
+}
+
+static long count_word(uint64_t *word)
+{
+	/* Requeue every waiter onto the very same word, waking none: the count is the result. */
+	long n = syscall(SYS_futex, (uint32_t *)word, FUTEX_CMP_REQUEUE, 0, (void *)(long)INT32_MAX,
+			 (uint32_t *)word, (uint32_t)load64(word));
+
+	return n < 0 ? (errno == EAGAIN ? 1 : 0) : n;
+}
+
+long publisher_count_waiters(struct publisher *p, uint64_t max_cpus)
+{
+	struct barrierd_header *h = p->sf->hdr;
+	long n = count_word(&h->last_interrupt_ns) + count_word(&h->last_interrupt_vtime);
+
+	if (max_cpus > p->ncpu)
+		max_cpus = p->ncpu;
+	for (uint64_t i = 0; i < max_cpus; i++) {
+		uint64_t c = p->probe_next++ % p->ncpu;
+
+		n += count_word(&h->per_cpu[c].last_interrupt_ns);
+		n += count_word(&h->per_cpu[c].last_interrupt_vtime);
+	}
+	return n;
+}
+
+int publisher_verify(struct publisher *p)
+{
+	struct barrierd_header *h = p->sf->hdr;
+
+	for (uint64_t c = 0; c < p->ncpu; c++) {
+		if (load64(&h->per_cpu[c].last_interrupt_ns) != p->ns[c] ||
+		    load64(&h->per_cpu[c].last_interrupt_vtime) != p->vt[c]) {
+			log_err("%s: cpu %llu holds values this daemon did not write (is the original "
+				"barrierd running on it?); refusing to share it",
+				p->sf->path, (unsigned long long)c);
+			return -EBUSY;
+		}
+	}
+	return 0;
+}
+
 void publisher_heartbeat(struct publisher *p, uint64_t now_ns)
 {
 	pub64(&p->sf->hdr->heartbeat_ns, now_ns);
-}
-
-static void wake(struct publisher *p, uint64_t *word)
-{
-	futex_wake_word(word);
-	p->futex_wakes++;
 }
 
 int publisher_pass(struct publisher *p, bool credit, bool *again)
 {
 	struct barrierd_header *h = p->sf->hdr;
 	struct barrierd_ext *x = p->sf->ext;
-	uint64_t r = 0, v = 0, gns = UINT64_MAX, gvt = UINT64_MAX, wm = UINT64_MAX;
+	uint64_t r = 0, v = 0, gns = UINT64_MAX, gvt = UINT64_MAX, wm = UINT64_MAX, wm_daemon = 0;
 	uint64_t min_cpu = 0;
 	int self = -1, here;
 	bool quieted = false;
@@ -340,6 +409,8 @@ int publisher_pass(struct publisher *p, bool credit, bool *again)
 		if ((p->state[c] == BARRIERD_CPU_BUSY || p->state[c] == BARRIERD_CPU_UNKNOWN) &&
 		    p->ns[c] < wm)
 			wm = p->ns[c];
+		if (p->state[c] == BARRIERD_CPU_DAEMON)
+			wm_daemon = p->ns[c];
 		/* Remember which words changed for the wakes below. */
 		p->changed[c] = (uint8_t)((nns ? 1 : 0) | (nvt ? 2 : 0));
 	}
@@ -389,8 +460,14 @@ int publisher_pass(struct publisher *p, bool credit, bool *again)
 	 * load its stamp.  With a locked exchange on its side and MFENCE on ours, at least one
 	 * of us sees the other: either it signals, or we see its new stamp here and go again.
 	 */
+	/*
+	 * Nobody else busy: the daemon's own CPU sets the watermark, so that the first CPU to get
+	 * busy (or this one's next event not of ours) signals, rather than nobody ever again.
+	 */
 	if (wm == UINT64_MAX)
-		wm = 0; /* nobody busy: never signal */
+		wm = wm_daemon;
+	if (!p->armed)
+		wm = 0; /* nobody waiting: never signal */
 	*p->bss_watermark = wm;
 	mfence();
 	if (wm) {
@@ -413,6 +490,8 @@ void publisher_free(struct publisher *p)
 	free(p->kind);
 	free(p->online);
 	free(p->changed);
+	free(p->online_buf);
+	p->online_buf = NULL;
 	p->ns = p->vt = NULL;
 	p->state = p->kind = p->online = p->changed = NULL;
 }

@@ -30,11 +30,15 @@ struct publisher {
 	uint8_t *kind;   /* enum barrierd_cause of each CPU's latest advance */
 	uint8_t *online; /* from the latest read of the online mask */
 	uint8_t *changed; /* per pass: which words changed (1: ns, 2: vtime) */
+	char *online_buf; /* the online mask's text, sized for ncpu */
+	size_t online_buf_len;
 
 	/* rule 6: the main thread's context switches, kernel's count against the program's */
 	uint64_t rusage_base, bpf_base;
 
 	uint8_t changed_global; /* per pass: the global ns word advanced */
+	bool armed;             /* signals flow (watermark set); else watermark 0 */
+	uint64_t probe_next;    /* next per-CPU word to probe for waiters */
 	uint64_t futex_wakes;   /* statistics */
 };
 
@@ -56,6 +60,22 @@ void publisher_arm_detach_check(struct publisher *p);
  * -ENOLINK (the programs were detached: the kernel saw switches they did not).
  */
 int publisher_pass(struct publisher *p, bool credit, bool *again);
+
+/*
+ * Arm or disarm the watermark.  Disarmed, no CPU signals and the daemon sleeps between
+ * heartbeats; the header's ARMED flag tells waiters to ring.  Disarming wakes the global
+ * words so a waiter that decided not to ring re-checks the flag.
+ */
+void publisher_set_armed(struct publisher *p, bool armed);
+
+/*
+ * How many threads sleep on the global words and on up to max_cpus per-CPU words (rotating),
+ * counted with FUTEX_CMP_REQUEUE onto the same word: nobody is woken.
+ */
+long publisher_count_waiters(struct publisher *p, uint64_t max_cpus);
+
+/* Every per-CPU word still what we wrote?  0, or -EBUSY (another writer). */
+int publisher_verify(struct publisher *p);
 
 /* Refresh the heartbeat. */
 void publisher_heartbeat(struct publisher *p, uint64_t now_ns);

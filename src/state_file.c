@@ -11,7 +11,16 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
+
+uint64_t mono_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
 
 int futex_wake_word(uint64_t *word)
 {
@@ -92,6 +101,7 @@ static int ensure_dir(const char *path, char *err, size_t errlen)
 static const char *foreign_reason(const struct state_file *sf, const uint8_t *map, size_t size)
 {
 	const struct barrierd_header *h = (const void *)map;
+	const struct barrierd_ext *x;
 
 	if (size < sizeof(*h))
 		return size ? "too short for a barrierd header" : NULL;
@@ -101,20 +111,55 @@ static const char *foreign_reason(const struct state_file *sf, const uint8_t *ma
 		return "written during another boot";
 	if (h->abi_major != BARRIERD_ABI_MAJOR || h->header_size != sizeof(*h) ||
 	    h->cpu_stride != sizeof(struct barrierd_cpu) || h->ncpu != sf->ncpu ||
-	    h->ext_offset != barrierd_ext_offset(sf->ncpu) || size != barrierd_file_size(sf->ncpu))
+	    h->ext_offset != barrierd_ext_offset(sf->ncpu) || size < barrierd_file_size(sf->ncpu))
 		return "another layout or CPU count";
+	/*
+	 * Ours, this boot.  Every per-CPU time we publish precedes the heartbeat stored after it,
+	 * every per-CPU vtime is at most the file's vtime, and a clean stop left the globals in
+	 * the stop snapshot.  Anything else was written by someone else (or we died mid-pass):
+	 * not evidence we can vouch for.
+	 */
+	x = (const void *)(map + barrierd_ext_offset(sf->ncpu));
+	for (uint64_t c = 0; c < sf->ncpu; c++)
+		if (h->per_cpu[c].last_interrupt_ns > h->heartbeat_ns ||
+		    h->per_cpu[c].last_interrupt_vtime > h->vtime)
+			return "holds values this daemon did not publish";
+	if ((h->flags & BARRIERD_FLAG_STOPPED) &&
+	    (h->last_interrupt_ns != x->stop_ns || h->last_interrupt_vtime != x->stop_vtime))
+		return "changed after its daemon stopped";
 	return NULL;
 }
 
 /*
- * Zero every 64-bit word of a foreign file (each time field included) with single aligned
- * stores, then mark it stopped.  Zero is always safe: a reader's barrier only waits longer.
+ * Reset a foreign file in place, with single aligned stores in an order that is safe at every
+ * step for a reader that still maps it:
+ *  1. vtime first, raised above every vtime word, so a vtime stamp taken from now on is above
+ *     every value still in the file (zeroing it first would let an old value pass a 0 stamp);
+ *  2. the global words, then everything else but ncpu (a reader of the original layout walks
+ *     per_cpu[0..ncpu): a zero ncpu would make its walk pass vacuously);
+ *  3. the stopped flag, with a zero stop snapshot: our readers trust nothing until a daemon
+ *     runs again.  Zero times are always safe: they only delay.
  */
 static void reset_words(uint8_t *map, size_t size)
 {
 	struct barrierd_header *h = (void *)map;
+	uint64_t maxv = 0;
 
-	for (size_t off = 0; off + 8 <= size; off += 8)
+	if (size < 32)
+		goto rest;
+	for (size_t off = 8; off + 8 <= size; off += 8) {
+		/* vtime words: the header's two and the second word of each 16-byte entry */
+		if (off == 8 || off == 24 || (off >= sizeof(*h) && (off - sizeof(*h)) % 16 == 8)) {
+			uint64_t v = load64((uint64_t *)(map + off));
+
+			maxv = v > maxv ? v : maxv;
+		}
+	}
+	pub64(&h->vtime, maxv + 1);
+	pub64(&h->last_interrupt_ns, 0);
+	pub64(&h->last_interrupt_vtime, 0);
+rest:
+	for (size_t off = 16; off + 8 <= size; off += 8)
 		pub64((uint64_t *)(map + off), 0);
 	if (size >= sizeof(*h))
 		pub64(&h->flags, BARRIERD_FLAG_STOPPED);
@@ -135,7 +180,7 @@ static void write_layout(struct state_file *sf)
 	pub64((uint64_t *)h->boot_id, boot[0]);
 	pub64((uint64_t *)(h->boot_id + 8), boot[1]);
 	pub64(&h->ext_offset, barrierd_ext_offset(sf->ncpu));
-	pub64(&sf->ext->ext_size, sf->size - barrierd_ext_offset(sf->ncpu));
+	pub64(&sf->ext->ext_size, sf->size - barrierd_ext_offset(sf->ncpu)); /* what we map */
 	sf->ext->ext_header_size = sizeof(struct barrierd_ext);
 	sf->ext->ext_cpu_stride = sizeof(struct barrierd_ext_cpu);
 	pub64(&h->magic, BARRIERD_MAGIC);
@@ -205,6 +250,20 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 		snprintf(err, errlen, "state file %s is not a regular file", path);
 		goto fail;
 	}
+	/*
+	 * The lock file guards the path; this guards the inode, which a hard link or a bind
+	 * mount could reach under another name.
+	 */
+	{
+		struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+
+		if (fcntl(sf->fd, F_OFD_SETLK, &fl)) {
+			ret = -errno;
+			snprintf(err, errlen, "another barrierd already writes %s (under another name)",
+				 path);
+			goto fail;
+		}
+	}
 	/* Readable by everyone, writable by us only: clients refuse anything looser. */
 	if (fchmod(sf->fd, 0644)) {
 		ret = -errno;
@@ -229,8 +288,9 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 		munmap(map, (size_t)st.st_size);
 	}
 
+	/* Grow if needed, never shrink: a reader mapping the old size would fault. */
 	sf->size = barrierd_file_size(ncpu);
-	if ((size_t)st.st_size != sf->size && ftruncate(sf->fd, (off_t)sf->size)) {
+	if ((size_t)st.st_size < sf->size && ftruncate(sf->fd, (off_t)sf->size)) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot size %s: %s", path, strerror(-ret));
 		goto fail;
@@ -259,6 +319,14 @@ void state_file_set_stopped(struct state_file *sf)
 	struct barrierd_header *h = sf->hdr;
 	uint64_t f = load64(&h->flags);
 
+	/*
+	 * The snapshot before the flag (TSO keeps the order): a reader that sees the flag sees
+	 * the snapshot, and trusts no value above it from then on.  The heartbeat too: every
+	 * per-CPU time we published precedes it, which the next daemon checks.
+	 */
+	pub64(&sf->ext->stop_ns, load64(&h->last_interrupt_ns));
+	pub64(&sf->ext->stop_vtime, load64(&h->last_interrupt_vtime));
+	pub64(&h->heartbeat_ns, mono_now_ns());
 	pub64(&h->flags, (f & ~BARRIERD_FLAGS_STATE_MASK) | BARRIERD_FLAG_STOPPED);
 	/* Values are unchanged: the wakes only make waiters re-check and see the flag. */
 	futex_wake_word(&h->last_interrupt_ns);

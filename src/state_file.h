@@ -51,6 +51,8 @@ void state_file_set_stopped(struct state_file *sf);
 
 void state_file_close(struct state_file *sf);
 
+uint64_t mono_now_ns(void);
+
 /* FUTEX_WAKE (shared: clients map the file from other processes) on a word's low half. */
 int futex_wake_word(uint64_t *word);
 

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 int timens_check(char *err, size_t errlen)
 {
@@ -11,8 +12,13 @@ int timens_check(char *err, size_t errlen)
 	long long sec, nsec;
 	FILE *f = fopen("/proc/self/timens_offsets", "re");
 
-	if (!f)
-		return errno == ENOENT ? 0 : 0; /* no time namespaces in this kernel */
+	if (!f) {
+		/* Without the file, only a kernel without time namespaces is acceptable. */
+		if (errno == ENOENT && access("/proc/self/stat", R_OK) == 0)
+			return 0;
+		snprintf(err, errlen, "cannot read /proc/self/timens_offsets: %s", strerror(errno));
+		return -EPROTO;
+	}
 	while (fscanf(f, "%31s %lld %lld", name, &sec, &nsec) == 3) {
 		if (strcmp(name, "monotonic") == 0 && (sec || nsec)) {
 			fclose(f);

@@ -96,6 +96,17 @@ static int lookup_id(const char *tfs, long want, struct resolved_tp *out)
 	return ret;
 }
 
+static int is_default(const struct resolved_tp *r)
+{
+	char full[160];
+
+	snprintf(full, sizeof(full), "%s/%s", r->category, r->name);
+	for (const char *const *d = barrierd_default_tracepoints; *d; d++)
+		if (strcmp(*d, full) == 0)
+			return 1;
+	return 0;
+}
+
 int tracepoints_resolve(const struct tp_spec *in, size_t n, struct resolved_tp *out, char *err,
 			size_t errlen)
 {
@@ -140,6 +151,14 @@ int tracepoints_resolve(const struct tp_spec *in, size_t n, struct resolved_tp *
 				 "tracepoint %s/%s runs in NMI context and is refused as evidence",
 				 r->category, r->name);
 			return -EINVAL;
+		}
+		if (!have_tfs && !is_default(r)) {
+			/* Without tracefs the category cannot be checked (attach is by name only). */
+			snprintf(err, errlen,
+				 "tracepoint %s/%s: tracefs is not mounted and cannot be mounted, so "
+				 "only the default tracepoints can be used",
+				 r->category, r->name);
+			return -ENOENT;
 		}
 		if (have_tfs) {
 			char p[512];

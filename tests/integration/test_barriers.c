@@ -143,13 +143,15 @@ static void idle_cpu0_credited(void **state)
 }
 
 /*
- * The watermark handshake loses no signal.  The slow idle-credit timer is off, every CPU is
- * busy (so no idle credit is due) and the waiter never rings the doorbell: each barrier then
- * depends on busy CPUs' signals alone, and one lost signal would stall it for good.
+ * The watermark handshake loses no signal.  The watermark stays armed, the heartbeat's fold
+ * and the slow idle-credit timer are off, every CPU is busy (so no idle credit is due) and
+ * the waiter never rings the doorbell: each barrier then depends on busy CPUs' signals alone,
+ * and one lost signal would stall it for good.
  */
 static void watermark_stress(void **state)
 {
-	const char *extra[] = {"--idle-credit-interval", "60000", NULL};
+	const char *extra[] = {"--always-armed", "--idle-credit-interval", "60000",
+			       "--heartbeat-period", "60000", NULL};
 	const struct barrierd_header *m;
 	pid_t spin[64];
 	int ns, worst_ms = 0;

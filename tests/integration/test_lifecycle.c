@@ -110,10 +110,12 @@ static void assert_zeroed_and_stopped(void)
 	assert_non_null(m);
 	assert_true(h_ld(&m->flags) & BARRIERD_FLAG_STOPPED);
 	assert_false(h_ld(&m->flags) & BARRIERD_FLAG_RUNNING);
-	assert_int_equal(h_ld(&m->vtime), 0);
+	/* vtime is not a time: it is raised above every old vtime word, never zeroed */
+	assert_int_equal(h_ld(&m->vtime), (1ULL << 50) + 1);
+	assert_int_equal(h_ld(&m->ncpu), (uint64_t)possible_cpus());
 	assert_int_equal(h_ld(&m->last_interrupt_ns), 0);
 	assert_int_equal(h_ld(&m->last_interrupt_vtime), 0);
-	assert_int_equal(h_ld(&m->heartbeat_ns), 0);
+	assert_true(h_ld(&m->heartbeat_ns) <= h_now()); /* the failed daemon's last sign of life */
 	for (uint64_t c = 0; c < m->ncpu; c++) {
 		assert_int_equal(h_ld(&m->per_cpu[c].last_interrupt_ns), 0);
 		assert_int_equal(h_ld(&m->per_cpu[c].last_interrupt_vtime), 0);
@@ -235,6 +237,50 @@ static void sigterm_leaves_valid_file(void **state)
 	munmap((void *)m, sz);
 }
 
+/*
+ * A writer that takes the file over once our daemon stopped (the original barrierd, whose
+ * lock is the same file) is no evidence: readers cap values at the stop snapshot, and our
+ * next daemon resets what it finds changed.
+ */
+static void takeover_after_stop_not_trusted(void **state)
+{
+	struct barrierd *b;
+	uint64_t t, *w;
+	size_t sz;
+	int fd;
+
+	(void)state;
+	assert_int_equal(h_start(&H, -1, NULL), 0);
+	assert_int_equal(barrierd_open(&b, H.state), 0);
+	assert_int_equal(barrierd_barrier(b, 5000000000LL), 0);
+	assert_int_equal(WEXITSTATUS(h_stop(&H)), 0);
+	t = barrierd_stamp_ns(b);
+	/* the impostor: every time word raised past t */
+	fd = open(H.state, O_RDWR);
+	assert_true(fd >= 0);
+	sz = (size_t)lseek(fd, 0, SEEK_END);
+	struct barrierd_header *m = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	assert_true(m != MAP_FAILED);
+	w = &m->last_interrupt_ns;
+	__atomic_store_n(w, t + 1, __ATOMIC_RELEASE);
+	for (uint64_t c = 0; c < m->ncpu; c++)
+		__atomic_store_n(&m->per_cpu[c].last_interrupt_ns, t + 1, __ATOMIC_RELEASE);
+	assert_false(barrierd_passed(b, t));
+	cpu_set_t all;
+	CPU_ZERO(&all);
+	for (uint64_t c = 0; c < m->ncpu; c++)
+		CPU_SET(c, &all);
+	assert_int_equal(barrierd_wait_cpus(b, t, &all, sizeof(all), 100000000LL), -ESTALE);
+
+	/* our next daemon does not adopt those values */
+	assert_int_equal(h_start(&H, -1, NULL), 0);
+	assert_true(log_has("resetting")); /* "did not publish" or "changed after it stopped" */
+	assert_int_equal(barrierd_barrier(b, 5000000000LL), 0);
+	munmap(m, sz);
+	barrierd_close(b);
+}
+
 static void bad_input(void **state)
 {
 	char link[400], path[400];
@@ -342,6 +388,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(restart_vtime, setup, teardown),
 		cmocka_unit_test_setup_teardown(second_instance_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(sigterm_leaves_valid_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(takeover_after_stop_not_trusted, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_input, setup, teardown),
 		cmocka_unit_test_setup_teardown(detached_programs_detected, setup, teardown),
 		cmocka_unit_test_setup_teardown(no_bpf_permission, setup, teardown),

@@ -1,0 +1,524 @@
+// SPDX-License-Identifier: MIT
+/*
+ * barrierctl: command-line parsing, dispatch to the subcommands, and `wait`.
+ * docs/barrierctl.8 is the reference; the usage text below must agree with it (a test
+ * compares their options, exit codes and JSON field names).
+ */
+#include "barrierctl.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *const bctl_method_names[BCTL_M_COUNT] = {
+	[BCTL_M_BARRIERD] = "barrierd",
+	[BCTL_M_VTIME] = "vtime",
+	[BCTL_M_MEMBARRIER_GLOBAL] = "membarrier-global",
+	[BCTL_M_PRIVATE_EXPEDITED] = "private-expedited",
+	[BCTL_M_MPROTECT] = "mprotect",
+	[BCTL_M_GLOBAL_EXPEDITED] = "global-expedited",
+};
+
+static const char usage_text[] =
+	"Usage: barrierctl COMMAND [OPTION]...\n"
+	"Inspect and exercise barrierd, the asymmetric memory barrier service.\n"
+	"\n"
+	"Commands:\n"
+	"  status    daemon liveness, then one row per CPU: lag, vtime lag, state, credits\n"
+	"  watch     the status, refreshed in place until SIGINT or SIGTERM\n"
+	"  wait      one barrier from a fenced stamp; prints its latency\n"
+	"  bench     latency distribution and IPIs per call of barrier methods\n"
+	"  help      show this help and exit (as do -h, --help and COMMAND --help)\n"
+	"\n"
+	"Options of every command:\n"
+	"  -s, --state PATH        state file (default: $BARRIERD_STATE, then\n"
+	"                          " BARRIERD_DEFAULT_STATE_PATH ")\n"
+	"      --trusted-uid UID   also trust a state file and directories owned by UID\n"
+	"                          (root is always trusted)\n"
+	"  -h, --help              show this help and exit\n"
+	"  -V, --version           show the version and exit\n"
+	"\n"
+	"status:\n"
+	"      --json              print one JSON object instead of the table\n"
+	"      --lag-threshold MS  a busy or unknown CPU whose value is more than MS\n"
+	"                          milliseconds behind the freshest CPU's is lagging\n"
+	"                          (default 50)\n"
+	"watch:\n"
+	"      --interval MS       refresh every MS milliseconds (default 1000)\n"
+	"      --count N           stop after N refreshes (default: until a signal)\n"
+	"      --lag-threshold MS  as for status\n"
+	"wait:\n"
+	"      --timeout MS        give up after MS milliseconds (default 5000)\n"
+	"bench:\n"
+	"  -n N                    calls per method (default 200)\n"
+	"  -m, --method M          measure method M; repeat it or give a comma-separated\n"
+	"                          list (default: all): barrierd, vtime, membarrier-global,\n"
+	"                          private-expedited, mprotect, global-expedited\n"
+	"      --load              run a nice-19 spinner process on every CPU during the run\n"
+	"      --csv FILE          write one row per call to FILE\n"
+	"\n"
+	"Exit status:\n"
+	"  0    success; for status and watch, healthy\n"
+	"  1    status, watch: degraded, a busy CPU is lagging (not LSB's \"dead, pid\n"
+	"       file exists\"); wait, bench: a barrier or method failed\n"
+	"  2    wait: timed out\n"
+	"  3    the daemon is not running: stopped flag, no running flag, or no heartbeat\n"
+	"       for more than 3 periods\n"
+	"  4    the state file is missing, unusable or untrusted\n"
+	"  64   usage error\n"
+	"  130  bench: interrupted by SIGINT (143: by SIGTERM)\n"
+	"\n"
+	"JSON fields (status --json; docs/barrierctl.8 describes each):\n"
+	"  path health exit_code now_ns lag_threshold_ms abi_major abi_minor ncpu vtime\n"
+	"  last_interrupt_ns last_interrupt_age_ms last_interrupt_vtime flags boot_id\n"
+	"  daemon{live running stopped pid generation heartbeat_ns heartbeat_age_ms\n"
+	"  heartbeat_period_ms} last_advance{ns age_ms cause cpu} passes credit_passes\n"
+	"  doorbell_rings lagging_cpus cpus[]{cpu state lagging last_interrupt_ns lag_ms\n"
+	"  behind_ms last_interrupt_vtime vtime_lag credit_event credit_idle\n"
+	"  credit_offline}\n";
+
+volatile sig_atomic_t bctl_stop_signal;
+
+static void on_stop_signal(int sig)
+{
+	bctl_stop_signal = sig;
+}
+
+int bctl_catch_stop_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal;
+	sigemptyset(&sa.sa_mask);
+	/* No SA_RESTART: a sleep must end at once so that the loop sees the flag. */
+	if (sigaction(SIGINT, &sa, NULL) || sigaction(SIGTERM, &sa, NULL))
+		return -errno;
+	return 0;
+}
+
+const char *bctl_state_path(const struct bctl_opts *o)
+{
+	const char *p = o->state;
+
+	/* The same choice barrierd_open() makes for a NULL path, so that messages name it. */
+	if (!p)
+		p = secure_getenv(BARRIERD_STATE_ENV);
+	if (!p || !*p)
+		p = BARRIERD_DEFAULT_STATE_PATH;
+	return p;
+}
+
+int bctl_open(const struct bctl_opts *o, struct barrierd **b)
+{
+	struct barrierd_open_opts oo = {
+		.sz = sizeof(oo),
+		.trusted_uid_set = o->trusted_uid_set,
+		.trusted_uid = o->trusted_uid,
+		.fallback = BARRIERD_FALLBACK_NONE, /* a diagnostic must not hide a dead daemon */
+	};
+
+	return barrierd_open_opts(b, o->state, &oo);
+}
+
+const char *bctl_open_error(int err)
+{
+	switch (-err) {
+	case EPERM:
+		return "untrusted: the file or a directory above it is not owned by root (or "
+		       "--trusted-uid), is writable by others, or is a symbolic link";
+	case EPROTO:
+		return "not a usable barrierd ABI v1 state file (magic, version or sizes), or "
+		       "/proc is missing";
+	case ESTALE:
+		return "it holds times later than this boot's clock (a file from an earlier boot)";
+	case ENOENT:
+		return "no such file (is barrierd running?)";
+	default:
+		return strerror(-err);
+	}
+}
+
+static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	/* strtoull accepts signs and leading blanks, which would turn "-1" into a huge value. */
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* A number option's value, or a message naming the option, the range and the bad value. */
+static int parse_num(const char *cmd, const char *opt, const char *unit, const char *arg,
+		     uint64_t min, uint64_t max, uint64_t *out, char *err, size_t errlen)
+{
+	if (parse_u64(arg, min, max, out) == 0)
+		return 0;
+	snprintf(err, errlen, "%s: %s takes %s from %llu to %llu, not '%s'", cmd, opt, unit,
+		 (unsigned long long)min, (unsigned long long)max, arg);
+	return -EINVAL;
+}
+
+/* A comma-separated list of method names; an empty item ("a,,b", "a,") is an error. */
+static int parse_methods(const char *arg, unsigned *mask)
+{
+	for (const char *p = arg;; p++) {
+		size_t len = strcspn(p, ",");
+		int found = 0;
+
+		if (len == 3 && strncmp(p, "all", 3) == 0) {
+			*mask |= (1u << BCTL_M_COUNT) - 1;
+			found = 1;
+		}
+		for (int m = 0; m < BCTL_M_COUNT && !found; m++) {
+			if (strlen(bctl_method_names[m]) == len &&
+				strncmp(p, bctl_method_names[m], len) == 0) {
+				*mask |= 1u << m;
+				found = 1;
+			}
+		}
+		if (!found)
+			return -EINVAL;
+		p += len;
+		if (!*p)
+			return 0;
+	}
+}
+
+enum cmd { CMD_STATUS, CMD_WATCH, CMD_WAIT, CMD_BENCH, CMD_COUNT };
+static const char *const cmd_names[CMD_COUNT] = {"status", "watch", "wait", "bench"};
+
+enum opt_id {
+	OPT_STATE = 's',
+	OPT_HELP = 'h',
+	OPT_VERSION = 'V',
+	OPT_N = 'n',
+	OPT_METHOD = 'm',
+	OPT_TRUSTED_UID = 256,
+	OPT_JSON,
+	OPT_LAG,
+	OPT_INTERVAL,
+	OPT_COUNT,
+	OPT_TIMEOUT,
+	OPT_LOAD,
+	OPT_CSV,
+};
+
+#define C(x) (1u << CMD_##x)
+#define ALL_CMDS (C(STATUS) | C(WATCH) | C(WAIT) | C(BENCH))
+
+/* Which commands take which option: one table, so a misplaced option gets a clear message. */
+static const struct {
+	int id;
+	unsigned cmds;
+} opt_scope[] = {
+	{OPT_STATE, ALL_CMDS},    {OPT_TRUSTED_UID, ALL_CMDS}, {OPT_HELP, ALL_CMDS},
+	{OPT_VERSION, ALL_CMDS},  {OPT_JSON, C(STATUS)},	   {OPT_LAG, C(STATUS) | C(WATCH)},
+	{OPT_INTERVAL, C(WATCH)}, {OPT_COUNT, C(WATCH)},	   {OPT_TIMEOUT, C(WAIT)},
+	{OPT_N, C(BENCH)},	      {OPT_METHOD, C(BENCH)},	   {OPT_LOAD, C(BENCH)},
+	{OPT_CSV, C(BENCH)},
+};
+
+static int opt_allowed(int id, enum cmd cmd)
+{
+	for (size_t i = 0; i < sizeof(opt_scope) / sizeof(opt_scope[0]); i++)
+		if (opt_scope[i].id == id)
+			return (opt_scope[i].cmds >> cmd) & 1;
+	return 0;
+}
+
+#define PARSE_HELP 1
+
+/*
+ * Parse one command's options (argv[0] is the command).  0, PARSE_HELP when --help or
+ * --version printed something, or -EINVAL with a message in err.
+ */
+static int parse_opts(enum cmd cmd, int argc, char **argv, struct bctl_opts *o, char *err,
+		      size_t errlen)
+{
+	static const struct option longopts[] = {
+		{"state", required_argument, NULL, OPT_STATE},
+		{"trusted-uid", required_argument, NULL, OPT_TRUSTED_UID},
+		{"help", no_argument, NULL, OPT_HELP},
+		{"version", no_argument, NULL, OPT_VERSION},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"lag-threshold", required_argument, NULL, OPT_LAG},
+		{"interval", required_argument, NULL, OPT_INTERVAL},
+		{"count", required_argument, NULL, OPT_COUNT},
+		{"timeout", required_argument, NULL, OPT_TIMEOUT},
+		{"method", required_argument, NULL, OPT_METHOD},
+		{"load", no_argument, NULL, OPT_LOAD},
+		{"csv", required_argument, NULL, OPT_CSV},
+		{0},
+	};
+	uint64_t v;
+	int c, li;
+
+	memset(o, 0, sizeof(*o));
+	o->lag_threshold_ns = 50 * BCTL_MS;
+	o->timeout_ns = 5000 * (int64_t)BCTL_MS;
+	o->interval_ns = 1000 * BCTL_MS;
+	o->rounds = 200;
+
+	optind = 0; /* glibc: a full reset of getopt's state */
+	opterr = 0;
+	for (;;) {
+		li = -1;
+		c = getopt_long(argc, argv, ":s:hVn:m:", longopts, &li);
+		if (c == -1)
+			break;
+		if (c == ':') {
+			/* A missing value can only be at the end: the last word is the option. */
+			snprintf(err, errlen, "%s: option '%s' needs a value", cmd_names[cmd],
+				 argv[optind - 1]);
+			return -EINVAL;
+		}
+		if (c == '?') {
+			/* A bad short option may sit in a cluster ("-qx"): name the letter. */
+			if (optopt > 0 && optopt < 256)
+				snprintf(err, errlen, "%s: unknown option '-%c' (see --help)",
+					 cmd_names[cmd], optopt);
+			else
+				snprintf(err, errlen, "%s: unknown option '%s' (see --help)",
+					 cmd_names[cmd], argv[optind - 1]);
+			return -EINVAL;
+		}
+		if (!opt_allowed(c, cmd)) {
+			/* Not argv[optind - 1]: after "--timeout 5" that is the value. */
+			if (li >= 0)
+				snprintf(err, errlen,
+					 "%s: option '--%s' does not apply to this command",
+					 cmd_names[cmd], longopts[li].name);
+			else
+				snprintf(err, errlen,
+					 "%s: option '-%c' does not apply to this command",
+					 cmd_names[cmd], c);
+			return -EINVAL;
+		}
+		switch (c) {
+		case OPT_STATE:
+			if (!*optarg) {
+				snprintf(err, errlen, "%s: --state needs a path", cmd_names[cmd]);
+				return -EINVAL;
+			}
+			o->state = optarg;
+			break;
+		case OPT_TRUSTED_UID:
+			/* (uid_t)-1 means "no uid" to the kernel: never trust it. */
+			if (parse_u64(optarg, 0, (uid_t)-2, &v)) {
+				snprintf(err, errlen,
+					 "%s: --trusted-uid takes a numeric uid, not '%s'",
+					 cmd_names[cmd], optarg);
+				return -EINVAL;
+			}
+			o->trusted_uid_set = true;
+			o->trusted_uid = (uid_t)v;
+			break;
+		case OPT_HELP:
+			fputs(usage_text, stdout);
+			return PARSE_HELP;
+		case OPT_VERSION:
+			printf("barrierctl %s\n", BARRIERD_VERSION);
+			return PARSE_HELP;
+		case OPT_JSON:
+			o->json = true;
+			break;
+		case OPT_LAG:
+			if (parse_num(cmd_names[cmd], "--lag-threshold", "milliseconds", optarg, 1,
+				      3600000, &v, err, errlen))
+				return -EINVAL;
+			o->lag_threshold_ns = v * BCTL_MS;
+			break;
+		case OPT_INTERVAL:
+			if (parse_num(cmd_names[cmd], "--interval", "milliseconds", optarg, 10,
+				      3600000, &v, err, errlen))
+				return -EINVAL;
+			o->interval_ns = v * BCTL_MS;
+			break;
+		case OPT_COUNT:
+			if (parse_num(cmd_names[cmd], "--count", "a number", optarg, 1, 1000000000,
+				      &v, err, errlen))
+				return -EINVAL;
+			o->count = v;
+			break;
+		case OPT_TIMEOUT:
+			if (parse_num(cmd_names[cmd], "--timeout", "milliseconds", optarg, 1,
+				      86400000, &v, err, errlen))
+				return -EINVAL;
+			o->timeout_ns = (int64_t)(v * BCTL_MS);
+			break;
+		case OPT_N:
+			if (parse_num(cmd_names[cmd], "-n", "a number of calls", optarg, 1, 1000000,
+				      &v, err, errlen))
+				return -EINVAL;
+			o->rounds = v;
+			break;
+		case OPT_METHOD:
+			if (parse_methods(optarg, &o->methods)) {
+				snprintf(err, errlen,
+					 "%s: unknown method '%s' (barrierd, vtime, "
+					 "membarrier-global, private-expedited, mprotect, "
+					 "global-expedited, all)",
+					 cmd_names[cmd], optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_LOAD:
+			o->load = true;
+			break;
+		case OPT_CSV:
+			if (!*optarg) {
+				snprintf(err, errlen, "%s: --csv needs a file name",
+					 cmd_names[cmd]);
+				return -EINVAL;
+			}
+			o->csv = optarg;
+			break;
+		}
+	}
+	if (optind < argc) {
+		snprintf(err, errlen, "%s: unexpected argument '%s' (see --help)", cmd_names[cmd],
+			 argv[optind]);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* On a timeout, name the CPUs that hold the barrier back: the useful part of the message. */
+static void describe_blockers(struct barrierd *b, const struct bctl_opts *o, uint64_t stamp)
+{
+	struct bctl_snapshot s;
+	unsigned shown = 0, more = 0;
+
+	if (bctl_snapshot_take(b, bctl_state_path(o), &s))
+		return;
+	for (uint64_t c = 0; c < s.ncpu; c++) {
+		if (s.cpu[c].ns > stamp)
+			continue;
+		if (shown == 8) {
+			more++;
+			continue;
+		}
+		fprintf(stderr, "%s CPU %llu (%s, %.3f ms before the stamp)",
+			shown ? "," : "; held back by", (unsigned long long)c,
+			bctl_state_name(s.cpu[c].state), (double)(stamp - s.cpu[c].ns) / 1e6);
+		shown++;
+	}
+	if (more)
+		fprintf(stderr, " and %u more", more);
+	bctl_snapshot_free(&s);
+}
+
+static int cmd_wait(const struct bctl_opts *o)
+{
+	const char *path = bctl_state_path(o);
+	struct barrierd *b;
+	uint64_t stamp, done;
+	int ret;
+
+	ret = bctl_open(o, &b);
+	if (ret) {
+		fprintf(stderr, "barrierctl: wait: cannot use %s: %s\n", path,
+			bctl_open_error(ret));
+		return BCTL_EXIT_UNUSABLE;
+	}
+	/* The library refuses stamps at or below the clock reading it took at open. */
+	while ((stamp = barrierd_stamp_ns(b)) <= barrierd_open_ns(b))
+		__builtin_ia32_pause();
+	ret = barrierd_wait(b, stamp, o->timeout_ns);
+	done = barrierd_stamp_ns(b);
+	switch (ret) {
+	case 0:
+		printf("barrier passed in %.3f ms\n", (double)(done - stamp) / 1e6);
+		ret = BCTL_EXIT_OK;
+		break;
+	case -ETIMEDOUT:
+		fprintf(stderr, "barrierctl: wait: timed out: no barrier within %lld ms",
+			(long long)(o->timeout_ns / (int64_t)BCTL_MS));
+		describe_blockers(b, o, stamp);
+		fputc('\n', stderr);
+		ret = BCTL_EXIT_TIMEOUT;
+		break;
+	case -ESTALE:
+		fprintf(stderr,
+			"barrierctl: wait: the daemon is not running (stopped flag, or no "
+			"heartbeat for 3 periods) on %s\n",
+			path);
+		ret = BCTL_EXIT_NOT_RUNNING;
+		break;
+	default:
+		fprintf(stderr, "barrierctl: wait: %s\n", strerror(-ret));
+		ret = BCTL_EXIT_FAILED;
+		break;
+	}
+	barrierd_close(b);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct bctl_opts o;
+	char err[512];
+	int cmd = -1, ret;
+
+	if (argc < 2) {
+		fprintf(stderr, "barrierctl: no command given (status, watch, wait, bench; see "
+				"--help)\n");
+		return BCTL_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		if (argc > 2) {
+			fprintf(stderr, "barrierctl: unexpected argument '%s' after %s\n", argv[2],
+				argv[1]);
+			return BCTL_EXIT_USAGE;
+		}
+		fputs(usage_text, stdout);
+		return BCTL_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("barrierctl %s\n", BARRIERD_VERSION);
+		return BCTL_EXIT_OK;
+	}
+	for (int i = 0; i < CMD_COUNT; i++)
+		if (!strcmp(argv[1], cmd_names[i]))
+			cmd = i;
+	if (cmd < 0) {
+		if (argv[1][0] == '-')
+			fprintf(stderr,
+				"barrierctl: options go after the command: barrierctl "
+				"COMMAND [OPTION]... (got '%s' first; see --help)\n",
+				argv[1]);
+		else
+			fprintf(stderr,
+				"barrierctl: unknown command '%s' (status, watch, wait, bench; see "
+				"--help)\n",
+				argv[1]);
+		return BCTL_EXIT_USAGE;
+	}
+	ret = parse_opts(cmd, argc - 1, argv + 1, &o, err, sizeof(err));
+	if (ret == PARSE_HELP)
+		return BCTL_EXIT_OK;
+	if (ret) {
+		fprintf(stderr, "barrierctl: %s\n", err);
+		return BCTL_EXIT_USAGE;
+	}
+	switch (cmd) {
+	case CMD_STATUS:
+		return bctl_cmd_status(&o);
+	case CMD_WATCH:
+		return bctl_cmd_watch(&o);
+	case CMD_WAIT:
+		return cmd_wait(&o);
+	default:
+		return bctl_cmd_bench(&o);
+	}
+}

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * barrierctl - the command-line tool of barrierd: status, watch, wait and bench.
+ *
+ * barrierctl.c parses the command line and runs wait; barrierctl_status.c takes snapshots of
+ * the state file and renders them (status, watch); barrierctl_bench.c runs bench.  Everything
+ * reads the file through libbarrierd: barrierd_open() does the trust and structure checks and
+ * barrierd_mapping() gives the validated read-only mapping.
+ */
+#ifndef BARRIERCTL_H
+#define BARRIERCTL_H
+
+#include <barrierd.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* Exit codes: docs/barrierctl.8 and the --help text list them; scripts depend on them. */
+#define BCTL_EXIT_OK 0
+#define BCTL_EXIT_DEGRADED 1 /* status/watch: a busy CPU lags; wait/bench: a failure */
+#define BCTL_EXIT_FAILED 1
+#define BCTL_EXIT_TIMEOUT 2	/* wait: no barrier within --timeout */
+#define BCTL_EXIT_NOT_RUNNING 3 /* no daemon publishes: stopped flag, no running flag, stale */
+#define BCTL_EXIT_UNUSABLE 4	/* the state file cannot be opened, validated or trusted */
+#define BCTL_EXIT_USAGE 64	/* EX_USAGE */
+
+#define BCTL_MS 1000000ULL
+#define BCTL_SEC 1000000000ULL
+
+/* bench methods, in the order they are listed, run and printed. */
+enum bctl_method {
+	BCTL_M_BARRIERD,
+	BCTL_M_VTIME,
+	BCTL_M_MEMBARRIER_GLOBAL,
+	BCTL_M_PRIVATE_EXPEDITED,
+	BCTL_M_MPROTECT,
+	BCTL_M_GLOBAL_EXPEDITED,
+	BCTL_M_COUNT,
+};
+
+extern const char *const bctl_method_names[BCTL_M_COUNT];
+
+struct bctl_opts {
+	const char *state; /* NULL: $BARRIERD_STATE, then the default path (as libbarrierd) */
+	bool trusted_uid_set;
+	uid_t trusted_uid;
+	bool json;
+	uint64_t lag_threshold_ns;
+	int64_t timeout_ns;
+	uint64_t interval_ns;
+	uint64_t count; /* watch: 0 = until a signal */
+	uint64_t rounds;
+	unsigned methods; /* bench: bit per enum bctl_method; 0 = all */
+	bool load;
+	const char *csv;
+};
+
+/* Set by the SIGINT/SIGTERM handler: the signal number that asked us to stop. */
+extern volatile sig_atomic_t bctl_stop_signal;
+/* Install that handler for SIGINT and SIGTERM (without SA_RESTART).  0 or -errno. */
+int bctl_catch_stop_signals(void);
+
+/* The state path barrierd_open() will use, for messages. */
+const char *bctl_state_path(const struct bctl_opts *o);
+/* barrierd_open_opts() with the trusted uid from the command line.  0 or -errno. */
+int bctl_open(const struct bctl_opts *o, struct barrierd **b);
+/* One line (no newline) saying why barrierd_open() refused the file. */
+const char *bctl_open_error(int err);
+
+/* ---- snapshots (barrierctl_status.c) ---- */
+
+struct bctl_cpu {
+	uint64_t ns, vtime;
+	uint64_t state; /* enum barrierd_cpu_state; UNKNOWN without an extension */
+	uint64_t credit_event, credit_idle, credit_offline;
+};
+
+enum bctl_health {
+	BCTL_HEALTHY,
+	BCTL_DEGRADED,
+	BCTL_STOPPED, /* stopped flag set, or the running flag clear */
+	BCTL_STALE,   /* running flag set, but no heartbeat within 3 periods */
+};
+
+/* Every field the status shows, loaded once so that text and JSON agree with each other. */
+struct bctl_snapshot {
+	const char *path;
+	uint64_t now_ns; /* host CLOCK_MONOTONIC, read after every load below */
+	uint64_t ncpu, vtime, last_ns, last_vtime;
+	uint64_t freshest_ns; /* the largest per-CPU last_interrupt_ns */
+	uint32_t abi_major, abi_minor;
+	uint64_t flags, generation, heartbeat_ns, heartbeat_period_ns, daemon_pid;
+	uint8_t boot_id[16];
+	bool has_ext;
+	uint64_t last_advance_ns, last_advance_cause, passes, credit_passes, doorbell_rings;
+	struct bctl_cpu *cpu; /* ncpu entries */
+};
+
+int bctl_snapshot_take(struct barrierd *b, const char *path, struct bctl_snapshot *s);
+void bctl_snapshot_free(struct bctl_snapshot *s);
+/* The heartbeat period the liveness check uses (lib/liveness.c's substitute for nonsense). */
+uint64_t bctl_effective_period(const struct bctl_snapshot *s);
+enum bctl_health bctl_daemon_health(const struct bctl_snapshot *s);
+/* How far the CPU's value is behind the freshest per-CPU value: what "lagging" judges. */
+uint64_t bctl_behind_ns(const struct bctl_snapshot *s, uint64_t cpu);
+bool bctl_cpu_lagging(const struct bctl_snapshot *s, uint64_t cpu, uint64_t threshold_ns);
+enum bctl_health bctl_health(const struct bctl_snapshot *s, uint64_t threshold_ns);
+int bctl_health_exit_code(enum bctl_health h);
+const char *bctl_state_name(uint64_t state);
+void bctl_render_text(FILE *f, const struct bctl_snapshot *s, uint64_t threshold_ns);
+void bctl_render_json(FILE *f, const struct bctl_snapshot *s, uint64_t threshold_ns);
+
+/* Subcommands: each returns the process's exit code. */
+int bctl_cmd_status(const struct bctl_opts *o);
+int bctl_cmd_watch(const struct bctl_opts *o);
+int bctl_cmd_bench(const struct bctl_opts *o);
+
+#endif

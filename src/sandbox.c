@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: MIT
+#include "sandbox.h"
+#include "log.h"
+
+#include <barrierd.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int sandbox_drop_privileges(void)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	struct __user_cap_data_struct data[2];
+
+	memset(data, 0, sizeof(data));
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	/* Effective, permitted and inheritable all empty: nothing can be regained. */
+	if (syscall(SYS_capset, &hdr, data))
+		return -errno;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -errno;
+	return 0;
+}
+
+static uint64_t *sigsys_flags;
+
+/* Async-signal-safe: a store to the mapped file, write(2) and _exit(2) only. */
+static void on_sigsys(int sig, siginfo_t *si, void *uc)
+{
+	char msg[128];
+	int nr = si->si_syscall, n;
+
+	(void)sig;
+	(void)uc;
+	if (sigsys_flags) {
+		uint64_t f = __atomic_load_n(sigsys_flags, __ATOMIC_RELAXED);
+
+		__atomic_store_n(sigsys_flags,
+				 (f & ~BARRIERD_FLAGS_STATE_MASK) | BARRIERD_FLAG_STOPPED,
+				 __ATOMIC_RELEASE);
+	}
+	n = snprintf(msg, sizeof(msg),
+		     "<2>barrierd: seccomp: forbidden system call %d; state marked stopped, "
+		     "exiting\n",
+		     nr);
+	if (n > 0 && write(2, msg, (size_t)n) < 0) {
+	}
+	_exit(70); /* EX_SOFTWARE */
+}
+
+int sandbox_install_filter(uint64_t *flags_word)
+{
+	/* What the steady state calls (main loop, doorbell thread, logging, shutdown). */
+	static const int allowed[] = {
+		SCMP_SYS(epoll_wait),   SCMP_SYS(epoll_pwait),   SCMP_SYS(epoll_pwait2),
+		SCMP_SYS(read),         SCMP_SYS(write),         SCMP_SYS(writev),
+		SCMP_SYS(pread64),      SCMP_SYS(futex),         SCMP_SYS(clock_gettime),
+		SCMP_SYS(clock_nanosleep), SCMP_SYS(nanosleep),  SCMP_SYS(getrusage),
+		SCMP_SYS(getcpu),       SCMP_SYS(sched_yield),   SCMP_SYS(sendto),
+		SCMP_SYS(close),        SCMP_SYS(munmap),        SCMP_SYS(madvise),
+		SCMP_SYS(brk),          SCMP_SYS(mremap),        SCMP_SYS(rt_sigreturn),
+		SCMP_SYS(rt_sigprocmask), SCMP_SYS(exit),        SCMP_SYS(exit_group),
+		SCMP_SYS(getpid),       SCMP_SYS(gettid),        SCMP_SYS(restart_syscall),
+		SCMP_SYS(timerfd_settime), SCMP_SYS(rseq),       SCMP_SYS(set_robust_list),
+	};
+	struct sigaction sa;
+	scmp_filter_ctx ctx;
+	int ret;
+
+	sigsys_flags = flags_word;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_sigsys;
+	sa.sa_flags = SA_SIGINFO;
+	sigaction(SIGSYS, &sa, NULL);
+
+	ctx = seccomp_init(SCMP_ACT_TRAP);
+	if (!ctx)
+		return -ENOMEM;
+	ret = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+	for (size_t i = 0; !ret && i < sizeof(allowed) / sizeof(allowed[0]); i++)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allowed[i], 0);
+	/* malloc may map anonymous memory; never executable. */
+	if (!ret)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1,
+				       SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+	if (!ret)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
+				       SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+	if (!ret)
+		ret = seccomp_load(ctx);
+	seccomp_release(ctx);
+	return ret;
+}
