@@ -116,7 +116,8 @@ enum barrierd_cpu_state {
 /* low byte of ext.last_advance_cause; bits 8..39 hold the CPU whose credit advanced it */
 enum barrierd_cause {
 	BARRIERD_CAUSE_NONE = 0,
-	BARRIERD_CAUSE_EVENT = 1,   /* a stamped tracepoint event (rule 1) */
+	BARRIERD_CAUSE_EVENT = 1,   /* a stamped tracepoint event, or the daemon's own locked
+				       instructions on the CPU it ran on (rule 1) */
 	BARRIERD_CAUSE_IDLE = 2,    /* idle credit (rule 2) */
 	BARRIERD_CAUSE_OFFLINE = 3, /* offline credit (rule 3) */
 };
@@ -137,8 +138,9 @@ struct barrierd_ext {
 	uint32_t ext_header_size;  /* sizeof(struct barrierd_ext) == 128 */
 	uint32_t ext_cpu_stride;   /* sizeof(struct barrierd_ext_cpu) == 32 */
 	uint64_t last_advance_ns;  /* CLOCK_MONOTONIC when the global ns value last advanced */
-	uint64_t last_advance_cause; /* enum barrierd_cause | cpu << 8 */
-	uint64_t passes;           /* publishing passes since the daemon started */
+	uint64_t last_advance_cause; /* enum barrierd_cause | cpu << 8: how the CPU now holding
+					the minimum was last advanced */
+	uint64_t passes;           /* publishing passes since the file was laid out */
 	uint64_t credit_passes;    /* of which idle/offline credit passes */
 	uint64_t doorbell_rings;   /* doorbell wakes the daemon heard */
 	/*

@@ -30,13 +30,54 @@ static int dir_ok(const struct stat *st, uid_t trusted, int trusted_set)
 	return 1;
 }
 
+/*
+ * Walk from an open directory up to "/" through "..", checking each.  Working on descriptors,
+ * not names, checks exactly the directories the file is opened through: a symlink swapped in
+ * a name between a check and the open cannot redirect us.
+ */
+static int chain_ok(int dfd, uid_t trusted_uid, int trusted_uid_set)
+{
+	struct stat st, root;
+	int fd = dup(dfd), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (stat("/", &root)) {
+		close(fd);
+		return -errno;
+	}
+	for (int depth = 0;; depth++) {
+		int up;
+
+		if (fstat(fd, &st)) {
+			ret = -errno;
+			break;
+		}
+		if (!dir_ok(&st, trusted_uid, trusted_uid_set)) {
+			ret = -EPERM;
+			break;
+		}
+		if ((st.st_dev == root.st_dev && st.st_ino == root.st_ino) || depth > 4096)
+			break;
+		up = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (up < 0) {
+			ret = -errno;
+			break;
+		}
+		close(fd);
+		fd = up;
+	}
+	close(fd);
+	return ret;
+}
+
 int bd_open_trusted(const char *path, uid_t trusted_uid, int trusted_uid_set, int *fd_out)
 {
-	char dir[PATH_MAX], real[PATH_MAX];
+	char dir[PATH_MAX];
 	const char *base;
 	struct stat st;
 	char *slash;
-	int dfd, fd;
+	int dfd, fd, ret;
 
 	if (!path || !*path || strlen(path) >= sizeof(dir))
 		return -EINVAL;
@@ -52,31 +93,22 @@ int bd_open_trusted(const char *path, uid_t trusted_uid, int trusted_uid_set, in
 		base = path;
 		snprintf(dir, sizeof(dir), ".");
 	}
-	if (!*base)
+	if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
 		return -EINVAL;
-	/* Check the directory chain as the kernel resolves it, from the file up to "/". */
-	if (!realpath(dir, real))
-		return -errno;
-	for (;;) {
-		if (stat(real, &st))
-			return -errno;
-		if (!dir_ok(&st, trusted_uid, trusted_uid_set))
-			return -EPERM;
-		if (strcmp(real, "/") == 0)
-			break;
-		slash = strrchr(real, '/');
-		if (slash == real)
-			slash[1] = 0;
-		else
-			*slash = 0;
-	}
-	if (!realpath(dir, real))
-		return -errno;
-	dfd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* Open the directory once; everything below is checked through this descriptor. */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
-	/* The file itself: never through a symlink; checked on the open fd, not the name. */
-	fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ret = chain_ok(dfd, trusted_uid, trusted_uid_set);
+	if (ret) {
+		close(dfd);
+		return ret;
+	}
+	/*
+	 * The file itself: never through a symlink, never blocking (a FIFO planted at the path
+	 * would hang the open), and checked on the open descriptor, not the name.
+	 */
+	fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	close(dfd);
 	if (fd < 0)
 		return errno == ELOOP ? -EPERM : -errno;

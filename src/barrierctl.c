@@ -73,11 +73,11 @@ static const char usage_text[] =
 	"JSON fields (status --json; docs/barrierctl.8 describes each):\n"
 	"  path health exit_code now_ns lag_threshold_ms abi_major abi_minor ncpu vtime\n"
 	"  last_interrupt_ns last_interrupt_age_ms last_interrupt_vtime flags boot_id\n"
-	"  daemon{live running stopped pid generation heartbeat_ns heartbeat_age_ms\n"
-	"  heartbeat_period_ms} last_advance{ns age_ms cause cpu} passes credit_passes\n"
-	"  doorbell_rings lagging_cpus cpus[]{cpu state lagging last_interrupt_ns lag_ms\n"
-	"  behind_ms last_interrupt_vtime vtime_lag credit_event credit_idle\n"
-	"  credit_offline}\n";
+	"  daemon{live running stopped armed pid generation heartbeat_ns\n"
+	"  heartbeat_age_ms heartbeat_period_ms} last_advance{ns age_ms cause cpu}\n"
+	"  passes credit_passes doorbell_rings lagging_cpus cpus[]{cpu state lagging\n"
+	"  last_interrupt_ns lag_ms behind_ms last_interrupt_vtime vtime_lag credit_event\n"
+	"  credit_idle credit_offline}\n";
 
 volatile sig_atomic_t bctl_stop_signal;
 

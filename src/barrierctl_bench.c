@@ -595,15 +595,107 @@ static void bench_free(struct bench *bn)
 	barrierd_close(bn->b);
 }
 
+/* Pin the caller, take the first /proc/interrupts reading, start spinners and siblings. */
+static int bench_setup(struct bench *bn, unsigned mask)
+{
+	cpu_set_t one;
+	int ret;
+
+	for (int i = 0; i < BCTL_M_COUNT; i++) {
+		if (!(mask & (1u << i)))
+			continue;
+		bn->m[i].status = M_RUNNING;
+		bn->m[i].lat = calloc(bn->o->rounds, sizeof(*bn->m[i].lat));
+		bn->m[i].ipi = calloc(bn->o->rounds, sizeof(*bn->m[i].ipi));
+		if (!bn->m[i].lat || !bn->m[i].ipi) {
+			fprintf(stderr, "barrierctl: bench: out of memory for %llu samples\n",
+				(unsigned long long)bn->o->rounds);
+			return -ENOMEM;
+		}
+	}
+
+	/*
+	 * The caller stays on the CPU it starts on, so that "every other CPU" (the siblings')
+	 * stays true for the whole run.
+	 */
+	if (sched_getaffinity(0, sizeof(bn->allowed), &bn->allowed))
+		CPU_ZERO(&bn->allowed);
+	bn->caller_cpu = sched_getcpu();
+	if (bn->caller_cpu < 0 || !CPU_ISSET(bn->caller_cpu, &bn->allowed)) {
+		fprintf(stderr, "barrierctl: bench: cannot tell which CPU this runs on\n");
+		return -ENXIO;
+	}
+	CPU_ZERO(&one);
+	CPU_SET(bn->caller_cpu, &one);
+	sched_setaffinity(0, sizeof(one), &one);
+
+	bn->irq_fd = open("/proc/interrupts", O_RDONLY | O_CLOEXEC);
+
+	/* Spinners first: fork before any thread exists. */
+	if (bn->o->load &&
+	    (ret = start_spinners(bn, mask & (1u << BCTL_M_GLOBAL_EXPEDITED))) != 0)
+		fprintf(stderr, "barrierctl: bench: started only %d load spinners: %s\n",
+			bn->nspin, strerror(-ret));
+	if ((mask & ((1u << BCTL_M_PRIVATE_EXPEDITED) | (1u << BCTL_M_MPROTECT))) &&
+	    (ret = start_siblings(bn)) != 0) {
+		fprintf(stderr, "barrierctl: bench: cannot start the sibling threads: %s\n",
+			strerror(-ret));
+		return ret;
+	}
+	return 0;
+}
+
+/* The rounds: one call of each running method per round, until done or a stop signal. */
+static uint64_t bench_rounds(struct bench *bn, bool *ipi_ok)
+{
+	uint64_t rounds_done = 0, before[IPI_KINDS], after[IPI_KINDS];
+
+	*ipi_ok = read_ipis(bn, before) == 0;
+	for (uint64_t r = 0; r < bn->o->rounds && !bctl_stop_signal; r++) {
+		for (int i = 0; i < BCTL_M_COUNT && !bctl_stop_signal; i++) {
+			struct method *m = &bn->m[i];
+			uint64_t t0, t1;
+			int ret;
+
+			if (m->status != M_RUNNING)
+				continue;
+			ret = set_mode(bn, sibling_work(i));
+			if (ret) {
+				m->status = M_FAILED;
+				snprintf(m->why, sizeof(m->why),
+					 "the sibling threads did not respond: %s", strerror(-ret));
+				continue;
+			}
+			if (*ipi_ok)
+				*ipi_ok = read_ipis(bn, before) == 0;
+			t0 = now_ns();
+			ret = call_method(bn, i);
+			t1 = now_ns();
+			if (*ipi_ok)
+				*ipi_ok = read_ipis(bn, after) == 0;
+			if (ret) {
+				m->status = M_FAILED;
+				snprintf(m->why, sizeof(m->why), "%s", strerror(-ret));
+				continue;
+			}
+			m->lat[m->done] = t1 - t0;
+			for (int k = 0; k < IPI_KINDS && *ipi_ok; k++)
+				m->ipi[m->done][k] = after[k] - before[k];
+			m->done++;
+		}
+		rounds_done = r + 1; /* an interrupted round counts: its calls are shown */
+	}
+	return rounds_done;
+}
+
 int bctl_cmd_bench(const struct bctl_opts *o)
 {
 	unsigned mask = o->methods ? o->methods : (1u << BCTL_M_COUNT) - 1;
 	struct bench bn = {.o = o, .irq_fd = -1};
-	uint64_t rounds_done = 0, before[IPI_KINDS], after[IPI_KINDS];
-	bool ipi_ok, any = false, failed = false;
+	bool ipi_ok = false, any = false, failed = false;
+	uint64_t rounds_done;
 	FILE *csv = NULL;
-	cpu_set_t one;
-	int code, ret;
+	int code;
 
 	if (o->csv) {
 		csv = fopen(o->csv, "we");
@@ -613,52 +705,9 @@ int bctl_cmd_bench(const struct bctl_opts *o)
 			return BCTL_EXIT_FAILED;
 		}
 	}
-	for (int i = 0; i < BCTL_M_COUNT; i++) {
-		if (!(mask & (1u << i)))
-			continue;
-		bn.m[i].status = M_RUNNING;
-		bn.m[i].lat = calloc(o->rounds, sizeof(*bn.m[i].lat));
-		bn.m[i].ipi = calloc(o->rounds, sizeof(*bn.m[i].ipi));
-		if (!bn.m[i].lat || !bn.m[i].ipi) {
-			fprintf(stderr, "barrierctl: bench: out of memory for %llu samples\n",
-				(unsigned long long)o->rounds);
-			bench_free(&bn);
-			if (csv)
-				fclose(csv);
-			return BCTL_EXIT_FAILED;
-		}
-	}
-
-	/*
-	 * The caller stays on the CPU it starts on, so that "every other CPU" (the siblings')
-	 * stays true for the whole run.
-	 */
-	if (sched_getaffinity(0, sizeof(bn.allowed), &bn.allowed))
-		CPU_ZERO(&bn.allowed);
-	bn.caller_cpu = sched_getcpu();
-	if (bn.caller_cpu < 0 || !CPU_ISSET(bn.caller_cpu, &bn.allowed)) {
-		fprintf(stderr, "barrierctl: bench: cannot tell which CPU this runs on\n");
-		bench_free(&bn);
-		if (csv)
-			fclose(csv);
-		return BCTL_EXIT_FAILED;
-	}
-	CPU_ZERO(&one);
-	CPU_SET(bn.caller_cpu, &one);
-	sched_setaffinity(0, sizeof(one), &one);
-
-	bn.irq_fd = open("/proc/interrupts", O_RDONLY | O_CLOEXEC);
-	ipi_ok = read_ipis(&bn, before) == 0;
-
-	/* Spinners first: fork before any thread exists. */
+	/* Before any fork: the spinners reset these handlers to the default. */
 	bctl_catch_stop_signals();
-	if (o->load && (ret = start_spinners(&bn, mask & (1u << BCTL_M_GLOBAL_EXPEDITED))) != 0)
-		fprintf(stderr, "barrierctl: bench: started only %d load spinners: %s\n", bn.nspin,
-			strerror(-ret));
-	if ((mask & ((1u << BCTL_M_PRIVATE_EXPEDITED) | (1u << BCTL_M_MPROTECT))) &&
-		(ret = start_siblings(&bn)) != 0) {
-		fprintf(stderr, "barrierctl: bench: cannot start the sibling threads: %s\n",
-			strerror(-ret));
+	if (bench_setup(&bn, mask)) {
 		stop_siblings(&bn);
 		stop_spinners(&bn);
 		bench_free(&bn);
@@ -667,40 +716,7 @@ int bctl_cmd_bench(const struct bctl_opts *o)
 		return BCTL_EXIT_FAILED;
 	}
 	code = prepare_methods(&bn);
-
-	for (uint64_t r = 0; r < o->rounds && !bctl_stop_signal; r++) {
-		for (int i = 0; i < BCTL_M_COUNT && !bctl_stop_signal; i++) {
-			struct method *m = &bn.m[i];
-			uint64_t t0, t1;
-
-			if (m->status != M_RUNNING)
-				continue;
-			ret = set_mode(&bn, sibling_work(i));
-			if (ret) {
-				m->status = M_FAILED;
-				snprintf(m->why, sizeof(m->why),
-					 "the sibling threads did not respond: %s", strerror(-ret));
-				continue;
-			}
-			if (ipi_ok)
-				ipi_ok = read_ipis(&bn, before) == 0;
-			t0 = now_ns();
-			ret = call_method(&bn, i);
-			t1 = now_ns();
-			if (ipi_ok)
-				ipi_ok = read_ipis(&bn, after) == 0;
-			if (ret) {
-				m->status = M_FAILED;
-				snprintf(m->why, sizeof(m->why), "%s", strerror(-ret));
-				continue;
-			}
-			m->lat[m->done] = t1 - t0;
-			for (int k = 0; k < IPI_KINDS && ipi_ok; k++)
-				m->ipi[m->done][k] = after[k] - before[k];
-			m->done++;
-		}
-		rounds_done = r + 1; /* an interrupted round counts: its calls are shown */
-	}
+	rounds_done = bench_rounds(&bn, &ipi_ok);
 	stop_siblings(&bn);
 	stop_spinners(&bn);
 
@@ -710,7 +726,8 @@ int bctl_cmd_bench(const struct bctl_opts *o)
 		failed |= bn.m[i].status == M_FAILED;
 	}
 	if (csv) {
-		ret = write_csv(&bn, csv);
+		int ret = write_csv(&bn, csv);
+
 		if (fclose(csv) || ret) {
 			fprintf(stderr, "barrierctl: bench: cannot write %s\n", o->csv);
 			failed = true;
@@ -725,10 +742,7 @@ int bctl_cmd_bench(const struct bctl_opts *o)
 	}
 	if (code != BCTL_EXIT_OK)
 		return code;
-	if (failed || !any) {
-		if (!any)
-			fprintf(stderr, "barrierctl: bench: no method could be measured\n");
-		return BCTL_EXIT_FAILED;
-	}
-	return BCTL_EXIT_OK;
+	if (!any)
+		fprintf(stderr, "barrierctl: bench: no method could be measured\n");
+	return failed || !any ? BCTL_EXIT_FAILED : BCTL_EXIT_OK;
 }

@@ -283,6 +283,11 @@ void bctl_render_text(FILE *f, const struct bctl_snapshot *s, uint64_t threshold
 	fprintf(f, ", pid %llu, generation %llu, heartbeat %.3f ms ago (period %.0f ms)\n",
 		(unsigned long long)s->daemon_pid, (unsigned long long)s->generation,
 		ms(age(s, s->heartbeat_ns)), ms(period));
+	if (dh == BCTL_HEALTHY)
+		fprintf(f, "armed:        %s\n",
+			s->flags & BARRIERD_FLAG_ARMED
+				? "yes (busy CPUs' events reach the daemon as they come)"
+				: "no (busy CPUs are folded at heartbeats until a waiter rings)");
 
 	format_boot_id(s->boot_id, boot);
 	fprintf(f, "file:         ABI %u.%u, %llu CPUs, flags 0x%llx, boot id %s\n", s->abi_major,
@@ -367,6 +372,7 @@ void bctl_render_json(FILE *f, const struct bctl_snapshot *s, uint64_t threshold
 		"  \"daemon\": {\n    \"live\": %s,\n    \"running\": %s,\n    \"stopped\": %s,\n",
 		jbool(bctl_daemon_health(s) == BCTL_HEALTHY),
 		jbool(s->flags & BARRIERD_FLAG_RUNNING), jbool(s->flags & BARRIERD_FLAG_STOPPED));
+	fprintf(f, "    \"armed\": %s,\n", jbool(s->flags & BARRIERD_FLAG_ARMED));
 	fprintf(f, "    \"pid\": %llu,\n    \"generation\": %llu,\n    \"heartbeat_ns\": %llu,\n",
 		(unsigned long long)s->daemon_pid, (unsigned long long)s->generation,
 		(unsigned long long)s->heartbeat_ns);

@@ -198,6 +198,10 @@ void publisher_set_armed(struct publisher *p, bool armed)
 		/* The flag is visible before these wakes: a woken waiter sees it and rings. */
 		wake(p, &h->last_interrupt_ns);
 		wake(p, &h->last_interrupt_vtime);
+		for (uint64_t c = 0; c < p->ncpu; c++) { /* barrierd_wait_cpus() sleepers */
+			wake(p, &h->per_cpu[c].last_interrupt_ns);
+			wake(p, &h->per_cpu[c].last_interrupt_vtime);
+		}
 	}
 	log_debug("watermark %s", armed ? "armed" : "disarmed (no waiters)");
 }
@@ -252,7 +256,7 @@ int publisher_pass(struct publisher *p, bool credit, bool *again)
 {
 	struct barrierd_header *h = p->sf->hdr;
 	struct barrierd_ext *x = p->sf->ext;
-	uint64_t r = 0, v = 0, gns = UINT64_MAX, gvt = UINT64_MAX, wm = UINT64_MAX, wm_daemon = 0;
+	uint64_t r = 0, v = 0, gns = UINT64_MAX, gvt = UINT64_MAX, wm = UINT64_MAX;
 	uint64_t min_cpu = 0;
 	int self = -1, here;
 	bool quieted = false;
@@ -372,13 +376,18 @@ int publisher_pass(struct publisher *p, bool credit, bool *again)
 			p->state[c] = BARRIERD_CPU_DAEMON;
 		else
 			p->state[c] = BARRIERD_CPU_BUSY;
-		/* A CPU that stopped being busy will not signal: waiters must hear it, to ring. */
+		/*
+		 * A CPU that stopped being busy will not signal: waiters must hear it, to ring
+		 * (those on the global words below, those of barrierd_wait_cpus() on its own).
+		 */
 		if ((old_state == BARRIERD_CPU_BUSY || old_state == BARRIERD_CPU_UNKNOWN) &&
-		    p->state[c] != BARRIERD_CPU_BUSY && p->state[c] != BARRIERD_CPU_UNKNOWN)
+		    p->state[c] != BARRIERD_CPU_BUSY && p->state[c] != BARRIERD_CPU_UNKNOWN) {
 			quieted = true;
+			p->changed[c] |= 1;
+		}
 
 		if (nns > p->ns[c]) {
-			/* Rule 1: per-CPU ns before per-CPU vtime. */
+			/* BRIEF §2's writer rule: per-CPU ns before per-CPU vtime. */
 			pub64(&h->per_cpu[c].last_interrupt_ns, nns);
 			p->ns[c] = nns;
 			p->kind[c] = k;
@@ -409,10 +418,8 @@ int publisher_pass(struct publisher *p, bool credit, bool *again)
 		if ((p->state[c] == BARRIERD_CPU_BUSY || p->state[c] == BARRIERD_CPU_UNKNOWN) &&
 		    p->ns[c] < wm)
 			wm = p->ns[c];
-		if (p->state[c] == BARRIERD_CPU_DAEMON)
-			wm_daemon = p->ns[c];
 		/* Remember which words changed for the wakes below. */
-		p->changed[c] = (uint8_t)((nns ? 1 : 0) | (nvt ? 2 : 0));
+		p->changed[c] |= (uint8_t)((nns ? 1 : 0) | (nvt ? 2 : 0));
 	}
 
 	/* Global values: the minimum over CPUs, monotonic because every per-CPU value is. */
@@ -461,13 +468,12 @@ int publisher_pass(struct publisher *p, bool credit, bool *again)
 	 * of us sees the other: either it signals, or we see its new stamp here and go again.
 	 */
 	/*
-	 * Nobody else busy: the daemon's own CPU sets the watermark, so that the first CPU to get
-	 * busy (or this one's next event not of ours) signals, rather than nobody ever again.
+	 * Nobody busy: never signal (an idle CPU's interrupts would wake us for nothing; a
+	 * waiter rings for idle CPUs, and the slow timer serves those that cannot).  Nobody
+	 * waiting: never signal either.
 	 */
-	if (wm == UINT64_MAX)
-		wm = wm_daemon;
-	if (!p->armed)
-		wm = 0; /* nobody waiting: never signal */
+	if (wm == UINT64_MAX || !p->armed)
+		wm = 0;
 	*p->bss_watermark = wm;
 	mfence();
 	if (wm) {

@@ -115,14 +115,17 @@ static const char *foreign_reason(const struct state_file *sf, const uint8_t *ma
 		return "another layout or CPU count";
 	/*
 	 * Ours, this boot.  Every per-CPU time we publish precedes the heartbeat stored after it,
-	 * every per-CPU vtime is at most the file's vtime, and a clean stop left the globals in
+	 * every per-CPU vtime is at most the file's vtime, each global is at most every per-CPU
+	 * value (it is their minimum, published after them), and a clean stop left the globals in
 	 * the stop snapshot.  Anything else was written by someone else (or we died mid-pass):
 	 * not evidence we can vouch for.
 	 */
 	x = (const void *)(map + barrierd_ext_offset(sf->ncpu));
 	for (uint64_t c = 0; c < sf->ncpu; c++)
 		if (h->per_cpu[c].last_interrupt_ns > h->heartbeat_ns ||
-		    h->per_cpu[c].last_interrupt_vtime > h->vtime)
+		    h->per_cpu[c].last_interrupt_vtime > h->vtime ||
+		    h->last_interrupt_ns > h->per_cpu[c].last_interrupt_ns ||
+		    h->last_interrupt_vtime > h->per_cpu[c].last_interrupt_vtime)
 			return "holds values this daemon did not publish";
 	if ((h->flags & BARRIERD_FLAG_STOPPED) &&
 	    (h->last_interrupt_ns != x->stop_ns || h->last_interrupt_vtime != x->stop_vtime))

@@ -10,6 +10,9 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <dirent.h>
+#include <sched.h>
+
 #include "cli_run.h"
 
 #define MAN_PAGE BARRIERD_SOURCE_DIR "/docs/barrierctl.8"
@@ -295,6 +298,7 @@ static void status_healthy(void **state)
 			   "d['ncpu'] == 4 and len(d['cpus']) == 4 and "
 			   "d['lagging_cpus'] == 0 and d['daemon']['live'] and "
 			   "d['daemon']['pid'] == 4242 and d['daemon']['generation'] == 7 and "
+			   "not d['daemon']['armed'] and "
 			   "d['daemon']['heartbeat_period_ms'] == 10000 and "
 			   "d['abi_major'] == 1 and d['vtime'] == 1000 and "
 			   "d['boot_id'] == '10111213-1415-1617-1819-1a1b1c1d1e1f' and "
@@ -370,8 +374,9 @@ static void status_judged_against_freshest(void **state)
 	expect_code(&r, 0);
 	assert_int_equal(cli_json_check(S.dir, r.out,
 					"all(c['lag_ms'] >= 1500 + i and c['behind_ms'] == i "
-					"and not c['lagging'] for i, c in enumerate(d['cpus'])) and "
-					"d['health'] == 'healthy'"),
+					"and not c['lagging'] "
+					"for i, c in enumerate(d['cpus'])) "
+					"and d['health'] == 'healthy'"),
 			 0);
 	cli_result_free(&r);
 
@@ -848,6 +853,81 @@ static void bench_state_problems(void **state)
 	       BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION | BARRIERD_FEAT_DOORBELL);
 }
 
+/* Processes whose command line contains marker (barrierctl and the spinners it forked). */
+static int count_procs(const char *marker)
+{
+	char path[300], buf[4096];
+	struct dirent *e;
+	DIR *d = opendir("/proc");
+	int n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d)) != NULL) {
+		ssize_t len;
+		int fd;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		for (ssize_t i = 0; i < len; i++)
+			buf[i] = buf[i] ? buf[i] : ' ';
+		buf[len] = 0;
+		n += strstr(buf, marker) != NULL;
+	}
+	closedir(d);
+	return n;
+}
+
+/* --load: a spinner per CPU for the run, and none left after it, nor after SIGINT. */
+static void bench_load_spinners(void **state)
+{
+	char marker[PATH_MAX];
+	cpu_set_t allowed;
+	int ncpu;
+	struct cli_result r;
+	struct cli_proc p;
+	uint64_t end;
+	int n = 0;
+
+	(void)state;
+	/* One spinner per CPU this process may use, as barrierctl inherits our affinity. */
+	assert_int_equal(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+	ncpu = CPU_COUNT(&allowed);
+	snprintf(marker, sizeof(marker), "%s/load.csv", S.dir);
+	bctl(&r, "bench", "-n", "3", "--method", "global-expedited", "--load", "--csv", marker,
+	     NULL);
+	expect_code(&r, 0);
+	assert_true(strstr(r.out, "loaded (a nice-19 spinner on every CPU)") != NULL);
+	assert_true(strstr(r.out, "(load spinners registered; not a global barrier") != NULL ||
+		    strstr(r.out, "global-expedited   unavailable: ") != NULL);
+	cli_result_free(&r);
+	assert_int_equal(count_procs(marker), 0);
+
+	/* Interrupted: it stops, prints what it has, exits 130 and leaves no spinner behind. */
+	assert_int_equal(bctl_start(&p, -1, "bench", "-n", "1000000", "--method", "mprotect",
+				    "--load", "--csv", marker, NULL),
+			 0);
+	end = cli_now() + CLI_HANG_GUARD_S * CLI_SEC;
+	while ((n = count_procs(marker)) < ncpu + 1 && cli_now() < end)
+		cli_sleep_ms(10);
+	assert_int_equal(n, ncpu + 1);
+	cli_sleep_ms(100);
+	kill(p.pid, SIGINT);
+	cli_finish(&p, &r, NULL);
+	expect_code(&r, 130);
+	assert_non_null(strstr(r.err, "interrupted after"));
+	assert_non_null(strstr(r.out, "\nmprotect "));
+	cli_result_free(&r);
+	assert_int_equal(count_procs(marker), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -871,6 +951,7 @@ int main(void)
 		cmocka_unit_test(wait_not_running),
 		cmocka_unit_test(bench_without_daemon),
 		cmocka_unit_test(bench_state_problems),
+		cmocka_unit_test(bench_load_spinners),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -73,24 +73,33 @@ static uint64_t count_rows(const char *out)
 }
 
 /*
- * A live daemon: exit 0 and one row per possible CPU.  The threshold is 1 s, not 50 ms: the
- * daemon publishes states at its passes, and on an idle machine a CPU it last saw busy can
- * keep an aging value until the next heartbeat pass (see the report on issue 4); a second is
- * far above that and still far below "stalled".
+ * A live daemon: exit 0 and one row per possible CPU.  A CPU the daemon last saw busy can be
+ * published busy for up to one pass after it went idle (its value then falls behind): that
+ * is transient, so a few attempts are allowed before "degraded" counts as a failure.
  */
 static void status_live(void **state)
 {
 	struct cli_result r;
 	char check[512];
+	int attempt;
 
 	(void)state;
-	bctl(&r, "status", "--state", H.state, "--lag-threshold", "1000", NULL);
+	for (attempt = 1;; attempt++) {
+		bctl(&r, "status", "--state", H.state, NULL);
+		if (r.code == 0 || attempt == 5)
+			break;
+		printf("attempt %d: exit %d\n%s", attempt, r.code, r.out);
+		cli_result_free(&r);
+		h_sleep_ms(200);
+	}
 	expect_code(&r, 0);
 	assert_non_null(strstr(r.out, ": healthy"));
 	assert_non_null(strstr(r.out, "daemon:       running"));
 	assert_int_equal(count_rows(r.out), ncpu);
+	printf("%s", r.out);
 	cli_result_free(&r);
 
+	/* The JSON's structure; the 1 s threshold keeps this about the fields, not timing. */
 	bctl(&r, "status", "--state", H.state, "--lag-threshold", "1000", "--json", NULL);
 	expect_code(&r, 0);
 	snprintf(check, sizeof(check),

@@ -107,9 +107,10 @@ static inline struct barrierd_ext *sim_ext_of(void *buf, uint64_t ncpu)
 }
 
 /*
- * A valid image, as a live daemon that has just published leaves it: every CPU busy with
- * evidence a millisecond old, the global value their minimum, vtime above every per-CPU vtime,
- * heartbeat `now`.  buf must hold barrierd_file_size(ncpu) bytes.
+ * A valid image, as a live daemon that has just published leaves it: running and armed (busy
+ * CPUs' events reach it, so a waiter rings only for CPUs that are not busy), every CPU busy
+ * with evidence a millisecond old, the global value their minimum, vtime above every per-CPU
+ * vtime, heartbeat `now`, no stop snapshot yet.  buf must hold barrierd_file_size(ncpu) bytes.
  */
 static inline void sim_fill(void *buf, uint64_t ncpu, uint64_t now)
 {
@@ -124,7 +125,8 @@ static inline void sim_fill(void *buf, uint64_t ncpu, uint64_t now)
 	h->abi_minor = BARRIERD_ABI_MINOR;
 	h->header_size = sizeof(struct barrierd_header);
 	h->cpu_stride = sizeof(struct barrierd_cpu);
-	h->flags = BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION | BARRIERD_FEAT_DOORBELL;
+	h->flags = BARRIERD_FLAG_RUNNING | BARRIERD_FLAG_ARMED | BARRIERD_FEAT_EXTENSION |
+		   BARRIERD_FEAT_DOORBELL;
 	h->generation = 1;
 	h->heartbeat_ns = now;
 	h->heartbeat_period_ns = SIM_HB_PERIOD_NS;
@@ -253,7 +255,7 @@ struct sim {
 	pthread_t hb_thread, bell_thread;
 	int hb_running, bell_running;
 	int hb_stop, bell_stop;   /* __atomic */
-	int credit_on_ring;       /* __atomic: the listener credits non-busy CPUs when rung */
+	int credit_on_ring;       /* __atomic: SIM_CREDIT_* done by the listener when rung */
 	int listening;            /* __atomic: the listener has entered its loop */
 	uint64_t rings;           /* __atomic: wakes the listener received */
 };
@@ -349,6 +351,28 @@ static inline void sim_credit_all(struct sim *s, uint64_t ns)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/*
+ * The daemon stops cleanly: the stop snapshot (the global values), the heartbeat, then the
+ * flags with STOPPED set, features kept, other state bits cleared, then a wake of every time
+ * word so that sleepers notice.  Values stay: they remain true.
+ */
+static inline void sim_stop_daemon(struct sim *s)
+{
+	pthread_mutex_lock(&s->lock);
+	sim_store(&s->x->stop_ns, sim_load(&s->h->last_interrupt_ns));
+	sim_store(&s->x->stop_vtime, sim_load(&s->h->last_interrupt_vtime));
+	sim_store(&s->h->heartbeat_ns, sim_now());
+	sim_store(&s->h->flags, (sim_load(&s->h->flags) & ~BARRIERD_FLAGS_STATE_MASK) |
+					BARRIERD_FLAG_STOPPED);
+	sim_futex_wake(&s->h->last_interrupt_ns);
+	sim_futex_wake(&s->h->last_interrupt_vtime);
+	for (uint64_t c = 0; c < s->ncpu; c++) {
+		sim_futex_wake(&s->h->per_cpu[c].last_interrupt_ns);
+		sim_futex_wake(&s->h->per_cpu[c].last_interrupt_vtime);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
 static inline void sim_set_state(struct sim *s, uint64_t c, uint64_t state)
 {
 	sim_store(&s->x->cpu[c].state, state);
@@ -384,10 +408,17 @@ static inline void sim_stop_heartbeat(struct sim *s)
 	s->hb_running = 0;
 }
 
+/* What the simulated doorbell thread does when it hears a ring. */
+enum {
+	SIM_CREDIT_NONE = 0, /* only count it */
+	SIM_CREDIT_IDLE = 1, /* idle/offline credit: every CPU that is not BUSY */
+	SIM_CREDIT_ARM = 2,  /* a disarmed daemon arms: then busy CPUs' events reach it too */
+};
+
 /*
  * The doorbell thread: FUTEX_WAIT on the doorbell's low half, count every wake; when asked,
- * credit each CPU that is not BUSY with the time read after the ring, as the daemon's idle
- * credit does.  The wait is bounded so that the thread notices it should stop.
+ * credit CPUs with the time read after the ring, as the daemon's credit pass does.  The wait
+ * is bounded so that the thread notices it should stop.
  */
 static inline void *sim_bell_main(void *arg)
 {
@@ -403,13 +434,18 @@ static inline void *sim_bell_main(void *arg)
 		if (r != 0)
 			continue; /* timeout or signal: not a ring */
 		__atomic_add_fetch(&s->rings, 1, __ATOMIC_ACQ_REL);
-		if (!__atomic_load_n(&s->credit_on_ring, __ATOMIC_ACQUIRE))
+		int mode = __atomic_load_n(&s->credit_on_ring, __ATOMIC_ACQUIRE);
+
+		if (mode == SIM_CREDIT_NONE)
 			continue;
 		uint64_t now = sim_now();
 
 		pthread_mutex_lock(&s->lock);
+		if (mode == SIM_CREDIT_ARM)
+			sim_store(&s->h->flags, sim_load(&s->h->flags) | BARRIERD_FLAG_ARMED);
 		for (uint64_t c = 0; c < s->ncpu; c++)
-			if (sim_load(&s->x->cpu[c].state) != BARRIERD_CPU_BUSY)
+			if (mode == SIM_CREDIT_ARM ||
+			    sim_load(&s->x->cpu[c].state) != BARRIERD_CPU_BUSY)
 				sim_publish_cpu_locked(s, c, now);
 		sim_fold_locked(s);
 		pthread_mutex_unlock(&s->lock);
@@ -417,10 +453,10 @@ static inline void *sim_bell_main(void *arg)
 	return NULL;
 }
 
-static inline int sim_start_doorbell(struct sim *s, int credit)
+static inline int sim_start_doorbell(struct sim *s, int credit_mode)
 {
 	__atomic_store_n(&s->bell_stop, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&s->credit_on_ring, credit, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->credit_on_ring, credit_mode, __ATOMIC_RELEASE);
 	if (pthread_create(&s->bell_thread, NULL, sim_bell_main, s))
 		return -EAGAIN;
 	s->bell_running = 1;

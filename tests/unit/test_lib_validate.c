@@ -349,16 +349,16 @@ static void extension_out_of_bounds(void **state)
 	assert_int_equal(try_img(f), -EPROTO);
 	/* The extension's own sizes are part of the ABI too. */
 	reset(f);
-	X(f)->ext_header_size = 32;
+	X(f)->ext_header_size = sizeof(struct barrierd_ext) / 2;
 	assert_int_equal(try_img(f), -EPROTO);
 	reset(f);
-	X(f)->ext_header_size = 128;
+	X(f)->ext_header_size = sizeof(struct barrierd_ext) * 2;
 	assert_int_equal(try_img(f), -EPROTO);
 	reset(f);
-	X(f)->ext_cpu_stride = 16;
+	X(f)->ext_cpu_stride = sizeof(struct barrierd_ext_cpu) / 2;
 	assert_int_equal(try_img(f), -EPROTO);
 	reset(f);
-	X(f)->ext_cpu_stride = 64;
+	X(f)->ext_cpu_stride = sizeof(struct barrierd_ext_cpu) * 2;
 	assert_int_equal(try_img(f), -EPROTO);
 	/* Without the feature flag the offset means nothing and is not looked at. */
 	reset(f);

@@ -105,11 +105,11 @@ static uint64_t stamp(struct barrierd *b)
 	return t;
 }
 
-/* The daemon died: no heartbeat, the stopped flag. */
+/* The daemon stops: no more heartbeats, the stop snapshot, the stopped flag. */
 static void daemon_dies(struct fx *f)
 {
 	sim_stop_heartbeat(&f->s);
-	sim_store(&f->s.h->flags, BARRIERD_FLAG_STOPPED | FEATS);
+	sim_stop_daemon(&f->s);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -207,6 +207,7 @@ static void passed_is_strict(void **state)
 	sim_credit_all(&f->s, s);
 	assert_int_equal(f->s.h->last_interrupt_ns, s);
 	assert_false(barrierd_passed(f->b, s));
+	assert_int_equal(barrierd_wait(f->b, s, 0), -ETIMEDOUT); /* the waits compare alike */
 	sim_credit_all(&f->s, s + 1);
 	assert_true(barrierd_passed(f->b, s));
 	assert_false(barrierd_passed(f->b, s + 1));
@@ -236,6 +237,7 @@ static void passed_vtime_is_strict(void **state)
 	/* The global vtime reaching v exactly is not enough. */
 	sim_store(&f->s.h->last_interrupt_vtime, v);
 	assert_false(barrierd_passed_vtime(f->b, v));
+	assert_int_equal(barrierd_wait_vtime(f->b, v, 0), -ETIMEDOUT);
 	sim_store(&f->s.h->last_interrupt_vtime, v + 1);
 	assert_true(barrierd_passed_vtime(f->b, v));
 	assert_false(barrierd_passed_vtime(f->b, v + 1));
@@ -350,7 +352,7 @@ static void ring_case(struct fx *f, uint64_t cpu_state, int at_stamp)
 	if (at_stamp)
 		sim_credit(&f->s, 1, s);
 	sim_set_state(&f->s, 1, cpu_state);
-	assert_int_equal(sim_start_doorbell(&f->s, 1), 0);
+	assert_int_equal(sim_start_doorbell(&f->s, SIM_CREDIT_IDLE), 0);
 	assert_int_equal(barrierd_wait(f->b, s, SIM_HANG_GUARD_NS), 0);
 	sim_stop_doorbell(&f->s);
 	if (sim_rings(&f->s) < 1)
@@ -408,7 +410,7 @@ static void no_ring_when_lagging_cpus_busy(void **state)
 	/* CPU 1 is idle but already past the stamp; CPU 0, below it, is busy. */
 	sim_credit(&f->s, 1, s + 1);
 	sim_set_state(&f->s, 1, BARRIERD_CPU_IDLE);
-	assert_int_equal(sim_start_doorbell(&f->s, 0), 0);
+	assert_int_equal(sim_start_doorbell(&f->s, SIM_CREDIT_NONE), 0);
 	assert_int_equal(barrierd_wait(f->b, s, 200 * SIM_MS), -ETIMEDOUT);
 	assert_int_equal(sim_rings(&f->s), 0);
 	listener_hears_requests(f);
@@ -422,10 +424,28 @@ static void no_ring_without_doorbell_feature(void **state)
 	/* No daemon thread waits on the doorbell: ringing would only cost the client. */
 	sim_store(&f->s.h->flags, BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION);
 	sim_set_state(&f->s, 1, BARRIERD_CPU_IDLE);
-	assert_int_equal(sim_start_doorbell(&f->s, 0), 0);
+	assert_int_equal(sim_start_doorbell(&f->s, SIM_CREDIT_NONE), 0);
 	assert_int_equal(barrierd_wait(f->b, s, 100 * SIM_MS), -ETIMEDOUT);
 	assert_int_equal(sim_rings(&f->s), 0);
 	listener_hears_requests(f);
+}
+
+/*
+ * A disarmed daemon listens to no CPU until someone rings: then the waiter rings even though
+ * every lagging CPU is busy.  The simulated daemon arms on the ring and its busy CPUs' events
+ * reach it.
+ */
+static void rings_when_disarmed(void **state)
+{
+	struct fx *f = *state;
+	uint64_t s = stamp(f->b);
+
+	sim_store(&f->s.h->flags, BARRIERD_FLAG_RUNNING | FEATS);
+	assert_int_equal(sim_start_doorbell(&f->s, SIM_CREDIT_ARM), 0);
+	assert_int_equal(barrierd_wait(f->b, s, SIM_HANG_GUARD_NS), 0);
+	sim_stop_doorbell(&f->s);
+	assert_true(sim_rings(&f->s) >= 1);
+	assert_true(sim_load(&f->s.h->flags) & BARRIERD_FLAG_ARMED);
 }
 
 static void request_rings(void **state)
@@ -434,7 +454,7 @@ static void request_rings(void **state)
 
 	/* Nobody listening: the ring is lost, which is not an error. */
 	assert_int_equal(barrierd_request(f->b), 0);
-	assert_int_equal(sim_start_doorbell(&f->s, 0), 0);
+	assert_int_equal(sim_start_doorbell(&f->s, SIM_CREDIT_NONE), 0);
 	listener_hears_requests(f);
 }
 
@@ -442,16 +462,28 @@ static void request_rings(void **state)
 /* A stale daemon, the fallback, a restart                                                   */
 /* ---------------------------------------------------------------------------------------- */
 
+/*
+ * Each stale case keeps the other signs of life fresh, so that one sign alone must be enough.
+ * The waits are short: a library that missed the sign would time out (or, after three
+ * periods of an unrefreshed heartbeat, see the wrong sign) instead of returning -ESTALE.
+ */
+#define STALE_WAIT_NS (100 * SIM_MS)
+
 static void stale_stopped_flag(void **state)
 {
 	struct fx *f = *state;
 	struct barrierd *fb = open_fallback(f, 0);
 	uint64_t s = stamp(f->b);
 
-	daemon_dies(f);
-	assert_int_equal(barrierd_wait(f->b, s, SIM_HANG_GUARD_NS), -ESTALE);
-	assert_int_equal(barrierd_wait_vtime(f->b, barrierd_stamp_vtime(f->b), SIM_HANG_GUARD_NS),
+	/* The heartbeat thread keeps running: only the flags say the daemon stopped. */
+	sim_store(&f->s.h->flags, BARRIERD_FLAG_STOPPED | FEATS);
+	assert_int_equal(barrierd_wait(f->b, s, STALE_WAIT_NS), -ESTALE);
+	assert_int_equal(barrierd_wait_vtime(f->b, barrierd_stamp_vtime(f->b), STALE_WAIT_NS),
 			 -ESTALE);
+	/* Stopped wins over running. */
+	sim_store(&f->s.h->flags, BARRIERD_FLAG_RUNNING | BARRIERD_FLAG_STOPPED | FEATS);
+	assert_int_equal(barrierd_wait(f->b, s, STALE_WAIT_NS), -ESTALE);
+	/* With the fallback: membarrier's own result instead. */
 	assert_int_equal(barrierd_wait(fb, stamp(fb), SIM_HANG_GUARD_NS), membarrier_result());
 	assert_int_equal(barrierd_barrier(fb, SIM_HANG_GUARD_NS), membarrier_result());
 	barrierd_close(fb);
@@ -461,10 +493,9 @@ static void stale_not_running(void **state)
 {
 	struct fx *f = *state;
 
-	/* Neither flag: no daemon owns the file. */
-	sim_stop_heartbeat(&f->s);
+	/* Neither flag (heartbeat still fresh): no daemon owns the file. */
 	sim_store(&f->s.h->flags, FEATS);
-	assert_int_equal(barrierd_wait(f->b, stamp(f->b), SIM_HANG_GUARD_NS), -ESTALE);
+	assert_int_equal(barrierd_wait(f->b, stamp(f->b), STALE_WAIT_NS), -ESTALE);
 }
 
 static void stale_heartbeat(void **state)
@@ -479,7 +510,7 @@ static void stale_heartbeat(void **state)
 	assert_int_equal(barrierd_wait(f->b, s, 10 * SIM_MS), -ETIMEDOUT);
 	/* Older than three periods (the flags still say running): a dead or wedged daemon. */
 	sim_store(&f->s.h->heartbeat_ns, sim_now() - 3 * SIM_HB_PERIOD_NS - 50 * SIM_MS);
-	assert_int_equal(barrierd_wait(f->b, s, SIM_HANG_GUARD_NS), -ESTALE);
+	assert_int_equal(barrierd_wait(f->b, s, STALE_WAIT_NS), -ESTALE);
 	assert_int_equal(barrierd_wait(fb, stamp(fb), SIM_HANG_GUARD_NS), membarrier_result());
 	barrierd_close(fb);
 }
@@ -494,6 +525,56 @@ static void stale_but_already_passed(void **state)
 	daemon_dies(f);
 	assert_true(barrierd_passed(f->b, s));
 	assert_int_equal(barrierd_wait(f->b, s, SIM_HANG_GUARD_NS), 0);
+}
+
+/*
+ * Once our daemon stopped, values raised by anyone else (the original barrierd taking the
+ * file over) are no evidence: globals count only up to the stop snapshot, per-CPU values not
+ * at all.
+ */
+static void values_after_stop_not_trusted(void **state)
+{
+	struct fx *f = *state;
+	struct barrierd *fb = open_fallback(f, 0);
+	uint64_t s = stamp(f->b), v = barrierd_stamp_vtime(f->b);
+	cpu_set_t set;
+
+	daemon_dies(f);
+	assert_true(f->s.x->stop_ns <= s);
+	/* Another writer, with no RUNNING flag: every word goes past the stamps. */
+	sim_credit_all(&f->s, s + SIM_MS);
+	assert_true(sim_load(&f->s.h->last_interrupt_ns) > s);
+	assert_true(sim_load(&f->s.h->last_interrupt_vtime) > v);
+	assert_false(barrierd_passed(f->b, s));
+	assert_false(barrierd_passed_vtime(f->b, v));
+	assert_int_equal(barrierd_wait(f->b, s, SIM_HANG_GUARD_NS), -ESTALE);
+	assert_int_equal(barrierd_wait_vtime(f->b, v, SIM_HANG_GUARD_NS), -ESTALE);
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	assert_int_equal(barrierd_wait_cpus(f->b, s, &set, sizeof(set), SIM_HANG_GUARD_NS),
+			 -ESTALE);
+	assert_int_equal(barrierd_wait(fb, s, SIM_HANG_GUARD_NS), membarrier_result());
+	barrierd_close(fb);
+}
+
+/* Without the extension there is no stop snapshot: a file not marked running proves nothing. */
+static void stopped_without_extension_trusts_nothing(void **state)
+{
+	struct fx *f = *state;
+	struct barrierd *b = NULL;
+	uint64_t s;
+
+	sim_store(&f->s.h->flags, BARRIERD_FLAG_RUNNING);
+	assert_int_equal(sim_open_lib(&b, f->s.path, NULL), 0);
+	s = stamp(b);
+	sim_credit_all(&f->s, s + 1);
+	assert_true(barrierd_passed(b, s)); /* control: running, the value counts */
+	sim_stop_heartbeat(&f->s);
+	sim_store(&f->s.h->flags, BARRIERD_FLAG_STOPPED);
+	assert_false(barrierd_passed(b, s));
+	assert_false(barrierd_passed_vtime(b, 0));
+	assert_int_equal(barrierd_wait(b, s, SIM_HANG_GUARD_NS), -ESTALE);
+	barrierd_close(b);
 }
 
 static void fallback_after_bound(void **state)
@@ -627,10 +708,13 @@ static void wait_cpus_subset(void **state)
 	uint64_t s = stamp(f->b);
 	cpu_set_t set;
 
-	/* CPU 0 passed, CPU 1 (and so the global value) lags. */
-	sim_credit(&f->s, 0, s + 1);
 	CPU_ZERO(&set);
 	CPU_SET(0, &set);
+	/* CPU 0 at the stamp exactly has not passed it. */
+	sim_credit(&f->s, 0, s);
+	assert_int_equal(barrierd_wait_cpus(f->b, s, &set, sizeof(set), 0), -ETIMEDOUT);
+	/* CPU 0 passed, CPU 1 (and so the global value) lags. */
+	sim_credit(&f->s, 0, s + 1);
 	assert_int_equal(barrierd_wait_cpus(f->b, s, &set, sizeof(set), 0), 0);
 	assert_int_equal(barrierd_wait_cpus(f->b, s, &set, sizeof(set), SIM_HANG_GUARD_NS), 0);
 	assert_false(barrierd_passed(f->b, s));
@@ -650,7 +734,7 @@ static void wait_cpus_woken_by_daemon(void **state)
 
 	/* CPU 1 is idle and lags, but is outside the set: no ring for it. */
 	sim_set_state(&f->s, 1, BARRIERD_CPU_IDLE);
-	assert_int_equal(sim_start_doorbell(&f->s, 0), 0);
+	assert_int_equal(sim_start_doorbell(&f->s, SIM_CREDIT_NONE), 0);
 	CPU_ZERO(&set);
 	CPU_SET(0, &set);
 	a.after = stamp(f->b);
@@ -723,11 +807,15 @@ int main(void)
 		cmocka_unit_test_setup_teardown(rings_for_idle_at_stamp, setup, teardown),
 		cmocka_unit_test_setup_teardown(no_ring_when_lagging_cpus_busy, setup, teardown),
 		cmocka_unit_test_setup_teardown(no_ring_without_doorbell_feature, setup, teardown),
+		cmocka_unit_test_setup_teardown(rings_when_disarmed, setup, teardown),
 		cmocka_unit_test_setup_teardown(request_rings, setup, teardown),
 		cmocka_unit_test_setup_teardown(stale_stopped_flag, setup, teardown),
 		cmocka_unit_test_setup_teardown(stale_not_running, setup, teardown),
 		cmocka_unit_test_setup_teardown(stale_heartbeat, setup, teardown),
 		cmocka_unit_test_setup_teardown(stale_but_already_passed, setup, teardown),
+		cmocka_unit_test_setup_teardown(values_after_stop_not_trusted, setup, teardown),
+		cmocka_unit_test_setup_teardown(stopped_without_extension_trusts_nothing, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(fallback_after_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(fallback_error_returned, setup, teardown),
 		cmocka_unit_test_setup_teardown(restart_keeps_handle, setup, teardown),
