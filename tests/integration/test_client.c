@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libbarrierd against the real daemon: a client in a time namespace, eight waiters looping,
+ * and a daemon killed with SIGKILL under a waiter, with and without the membarrier fallback.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+
+#include "harness.h"
+
+static struct harness H;
+
+static int setup(void **state)
+{
+	(void)state;
+	h_mkdir(&H);
+	return h_start(&H, -1, NULL);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	h_stop(&H);
+	h_rmdir(&H);
+	return 0;
+}
+
+static int rd(int fd, uint64_t *v)
+{
+	return read(fd, v, sizeof(*v)) == sizeof(*v) ? 0 : -1;
+}
+
+static int wr(int fd, uint64_t v)
+{
+	return write(fd, &v, sizeof(v)) == sizeof(v) ? 0 : -1;
+}
+
+/*
+ * The client runs in a time namespace whose CLOCK_MONOTONIC is half the uptime behind the
+ * host's.  The host's clock readings, passed through a pipe, must bracket the client's
+ * stamp; and with the daemon frozen, a fresh stamp must not count as passed (unconverted, it
+ * would be half the uptime in the past and pass at once).
+ */
+static void time_namespace_client(void **state)
+{
+	int to_child[2], to_host[2];
+	struct timespec up;
+	uint64_t h1, h2, s, ok;
+	long off;
+	pid_t pid;
+
+	(void)state;
+	clock_gettime(CLOCK_MONOTONIC, &up);
+	off = -(long)(up.tv_sec / 2);
+	if (off == 0)
+		test_skip_or_fail("uptime too short for a time-namespace offset");
+	assert_int_equal(pipe(to_child), 0);
+	assert_int_equal(pipe(to_host), 0);
+	pid = fork();
+	if (pid == 0) {
+		char buf[64];
+		struct barrierd *b;
+		struct timespec raw;
+		int fd, n;
+		pid_t inner;
+
+		/* A new time namespace takes effect for children; set its offset first. */
+		if (unshare(CLONE_NEWTIME))
+			_exit(10);
+		fd = open("/proc/self/timens_offsets", O_WRONLY);
+		n = snprintf(buf, sizeof(buf), "monotonic %ld 0\n", off);
+		if (fd < 0 || write(fd, buf, (size_t)n) != n)
+			_exit(11);
+		close(fd);
+		inner = fork();
+		if (inner == 0) {
+			uint64_t t;
+
+			clock_gettime(CLOCK_MONOTONIC, &raw);
+			if (barrierd_open(&b, H.state))
+				_exit(12);
+			/* round 1: bracketed by the host's readings */
+			if (rd(to_child[0], &t))
+				_exit(13);
+			s = barrierd_stamp_ns(b);
+			if (wr(to_host[1], s))
+				_exit(14);
+			/* the raw clock really is behind: the conversion is not a no-op */
+			if ((uint64_t)raw.tv_sec * 1000000000ULL + (uint64_t)raw.tv_nsec >= t)
+				_exit(15);
+			/* round 2: daemon frozen by the host, a fresh stamp must not pass */
+			if (rd(to_child[0], &t))
+				_exit(16);
+			s = barrierd_stamp_ns(b);
+			ok = !barrierd_passed(b, s);
+			if (wr(to_host[1], ok))
+				_exit(17);
+			/* round 3: daemon thawed, the wait completes */
+			if (rd(to_child[0], &t))
+				_exit(18);
+			ok = barrierd_wait(b, s, 5000000000LL) == 0 && barrierd_passed(b, s);
+			if (wr(to_host[1], ok))
+				_exit(19);
+			barrierd_close(b);
+			_exit(0);
+		}
+		int st;
+		waitpid(inner, &st, 0);
+		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 20);
+	}
+	h1 = h_now();
+	assert_int_equal(wr(to_child[1], h1), 0);
+	assert_int_equal(rd(to_host[0], &s), 0);
+	h2 = h_now();
+	printf("host %llu < stamp %llu < host %llu (namespace offset %ld s)\n",
+	       (unsigned long long)h1, (unsigned long long)s, (unsigned long long)h2, off);
+	assert_true(h1 < s && s < h2);
+
+	kill(H.pid, SIGSTOP);
+	assert_int_equal(wr(to_child[1], h_now()), 0);
+	assert_int_equal(rd(to_host[0], &ok), 0);
+	kill(H.pid, SIGCONT);
+	assert_true(ok); /* not passed while nobody could publish */
+	assert_int_equal(wr(to_child[1], h_now()), 0);
+	assert_int_equal(rd(to_host[0], &ok), 0);
+	assert_true(ok);
+	int st = h_reap(pid, 20);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+struct waiter {
+	struct barrierd *b;
+	int rounds, failures;
+};
+
+static void *waiter_main(void *arg)
+{
+	struct waiter *w = arg;
+
+	for (int i = 0; i < w->rounds; i++)
+		if (barrierd_barrier(w->b, 5000000000LL) != 0) /* hang guard */
+			w->failures++;
+	return NULL;
+}
+
+static void eight_waiters(void **state)
+{
+	struct waiter w[8];
+	pthread_t t[8];
+	struct barrierd *b;
+	int failures = 0;
+
+	(void)state;
+	assert_int_equal(barrierd_open(&b, H.state), 0);
+	for (int i = 0; i < 8; i++) {
+		w[i] = (struct waiter){.b = b, .rounds = 300};
+		pthread_create(&t[i], NULL, waiter_main, &w[i]);
+	}
+	for (int i = 0; i < 8; i++) {
+		pthread_join(t[i], NULL);
+		failures += w[i].failures;
+	}
+	printf("8 waiters x 300 barriers: %d failures\n", failures);
+	assert_int_equal(failures, 0);
+	barrierd_close(b);
+}
+
+/* SIGKILL: the heartbeat stops; a waiter returns within the bound, never hangs. */
+static void killed_daemon(void **state)
+{
+	struct barrierd_open_opts fb = {.sz = sizeof(fb), .fallback = BARRIERD_FALLBACK_MEMBARRIER,
+					.fallback_after_ns = 200000000LL};
+	struct barrierd *plain, *with_fb;
+	uint64_t t0, t1;
+
+	(void)state;
+	assert_int_equal(barrierd_open(&plain, H.state), 0);
+	assert_int_equal(barrierd_open_opts(&with_fb, H.state, &fb), 0);
+	assert_int_equal(barrierd_barrier(plain, 5000000000LL), 0);
+	kill(H.pid, SIGKILL);
+	assert_true(h_reap(H.pid, 10) != -1);
+	H.pid = -1;
+
+	t0 = h_now();
+	assert_int_equal(barrierd_barrier(plain, -1), -ESTALE); /* no timeout: liveness ends it */
+	t1 = h_now();
+	printf("no fallback: -ESTALE after %.1f ms\n", (double)(t1 - t0) / 1e6);
+	assert_true(t1 - t0 < 5000000000ULL); /* hang guard */
+
+	t0 = h_now();
+	assert_int_equal(barrierd_barrier(with_fb, -1), 0); /* membarrier(GLOBAL) did the work */
+	t1 = h_now();
+	printf("fallback: membarrier after %.1f ms\n", (double)(t1 - t0) / 1e6);
+	barrierd_close(plain);
+	barrierd_close(with_fb);
+}
+
+int main(void)
+{
+	test_require_root();
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(time_namespace_client, setup, teardown),
+		cmocka_unit_test_setup_teardown(eight_waiters, setup, teardown),
+		cmocka_unit_test_setup_teardown(killed_daemon, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
