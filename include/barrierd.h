@@ -192,6 +192,18 @@ static inline uint64_t barrierd_file_size(uint64_t ncpu)
 /* Client API (libbarrierd.so.1)                                                               */
 /* ------------------------------------------------------------------------------------------ */
 
+/*
+ * The guarantee.  When a wait for stamp T returns 0, every CPU of the machine has executed a
+ * serialising event after T: every store any thread made before T is visible to every thread,
+ * and no thread can still act on a load performed before T.  T must come from
+ * barrierd_stamp_ns() (or barrierd_stamp_vtime() for the vtime forms): a plain clock_gettime()
+ * is not fenced, so the caller's earlier stores may still sit in its store buffer after the
+ * clock is read, and a barrier for that time proves nothing about them (docs/CLIENT.md).
+ *
+ * Errors are negative errno values.  Every function is thread-safe on one handle, except
+ * barrierd_close().  The library needs no privilege, makes no bpf() call and only reads the
+ * file; it is x86-64 only.
+ */
 struct barrierd;
 
 enum barrierd_fallback {
@@ -200,58 +212,85 @@ enum barrierd_fallback {
 };
 
 struct barrierd_open_opts {
-	size_t sz;               /* sizeof(struct barrierd_open_opts), for extension */
-	int trusted_uid_set;     /* nonzero: trusted_uid is trusted besides root */
-	uid_t trusted_uid;       /* owner accepted besides root (never read from the env) */
-	int fallback;            /* enum barrierd_fallback */
-	int64_t fallback_after_ns; /* a wait falls back after this long (<= 0: 100 ms) */
+	size_t sz;                 /* sizeof(struct barrierd_open_opts), for extension */
+	int trusted_uid_set;       /* nonzero: trusted_uid is trusted besides root */
+	uid_t trusted_uid;         /* owner accepted besides root (never read from the env) */
+	int fallback;              /* enum barrierd_fallback */
+	int64_t fallback_after_ns; /* a wait not passed after this long falls back (<= 0: 100 ms);
+				      a dead or stopped daemon falls back at once */
 };
 
 /*
- * barrierd_open - validate and map the state file read-only.
+ * barrierd_open - check, validate and map the state file read-only.
  * path: NULL means secure_getenv("BARRIERD_STATE"), then BARRIERD_DEFAULT_STATE_PATH.
- * Returns 0 and *out, or -EPERM (untrusted file), -EPROTO (not a barrierd v1 file, no /proc,
- * a time namespace that cannot be converted), -ESTALE (values later than our clock: a file from
- * another boot), -ENOENT and other open(2)/mmap(2) errors.
+ * Trust: the file must be a regular file owned by root (or opts->trusted_uid), not writable by
+ * group or others, in a directory chain owned by root (or that uid) that no one else can write
+ * unless root-owned and sticky.  Then the magic, ABI major, sizes and ncpu against the file size
+ * are checked, and no time field may be later than our clock (a file from another boot).
+ * Returns 0 and *out; -EPERM (untrusted), -EPROTO (not a barrierd v1 file; no /proc; a time
+ * namespace whose offset cannot be known), -ESTALE (times from the future), -EINVAL (bad
+ * arguments), -ENOENT, -ENOMEM and other open(2)/mmap(2) errors.
  */
 int barrierd_open(struct barrierd **out, const char *path);
 int barrierd_open_opts(struct barrierd **out, const char *path,
 		       const struct barrierd_open_opts *opts);
+/* Unmap and free.  NULL is allowed. */
 void barrierd_close(struct barrierd *b);
 
 /*
- * barrierd_stamp_ns - MFENCE; LFENCE; CLOCK_MONOTONIC (converted out of a time namespace).
- * Every store this thread made before the call is globally visible before the returned time.
+ * barrierd_stamp_ns - MFENCE; LFENCE; CLOCK_MONOTONIC, converted to the host's clock when the
+ * process lives in a time namespace.  Every store this thread made before the call is globally
+ * visible before the returned time.  Never fails; if the namespace offset cannot be known after
+ * a fork, it returns a stamp no barrier can pass (waits then return -EPROTO).  A thread that
+ * changes time namespace (setns, unshare) must not use stamps from before the change.
  */
 uint64_t barrierd_stamp_ns(const struct barrierd *b);
-/* barrierd_stamp_vtime - MFENCE, then a load of the published vtime. */
+/* barrierd_stamp_vtime - MFENCE, then a load of the published vtime: the vtime-domain stamp. */
 uint64_t barrierd_stamp_vtime(const struct barrierd *b);
 
-/* Has every CPU passed the barrier for this stamp?  A few loads: no syscall, no locked RMW. */
+/*
+ * Has every CPU passed the barrier for this stamp?  A few loads: no syscall, no locked RMW.
+ * False for a stamp at or below barrierd_open_ns().  Nobody is asked for evidence: a poller
+ * should call barrierd_request() once, or an idle machine may never produce any.
+ */
 bool barrierd_passed(const struct barrierd *b, uint64_t stamp_ns);
 bool barrierd_passed_vtime(const struct barrierd *b, uint64_t vtime);
 
 /*
- * Wait until every CPU passed the stamp.  timeout_ns < 0 waits forever (still waking up
- * periodically to check the daemon's liveness).  Returns 0, -ETIMEDOUT, -ESTALE (daemon gone
- * and no fallback), -EINVAL (stamp not after the open time), or membarrier's error when the
- * fallback runs and fails.
+ * barrierd_wait - block until every CPU passed the stamp, or time runs out.
+ * Sleeps on a futex (never spins beyond a short bounded re-ring), rings the daemon's doorbell
+ * when a CPU it needs is idle, offline or not yet watched.  timeout_ns < 0 waits without a
+ * deadline, still re-checking the daemon's liveness every few milliseconds.
+ * Returns 0 (passed); -ETIMEDOUT; -ESTALE (no live daemon and no fallback; or the process
+ * changed time namespace since the stamp); -EINVAL (stamp at or below barrierd_open_ns(), bad
+ * arguments); -EPROTO (namespace offset unknown); with BARRIERD_FALLBACK_MEMBARRIER, the
+ * result of membarrier(MEMBARRIER_CMD_GLOBAL): 0, or its error (-EINVAL under nohz_full,
+ * -EPERM/-ENOSYS under seccomp), never a success it did not get.
  */
 int barrierd_wait(struct barrierd *b, uint64_t stamp_ns, int64_t timeout_ns);
+/* The same for a barrierd_stamp_vtime() stamp. */
 int barrierd_wait_vtime(struct barrierd *b, uint64_t vtime, int64_t timeout_ns);
 /*
- * Wait for the CPUs in the set only.  This covers only threads that can never run outside the
- * set (their affinity, enforced by cpuset or the caller): a thread that migrates out is not
- * covered.
+ * Wait for the CPUs in the set only (cpus: a cpu_set_t of setsize bytes, as for
+ * sched_setaffinity).  This covers only threads that can never run outside the set (their
+ * affinity, enforced by a cpuset or the caller): a thread that can migrate out is not covered.
+ * Uses futex_waitv on up to 128 per-CPU words, and the global word beyond.  Errors as
+ * barrierd_wait(); -EINVAL for a setsize that is 0 or not a multiple of sizeof(long).
  */
 int barrierd_wait_cpus(struct barrierd *b, uint64_t stamp_ns, const void *cpus, size_t setsize,
 		       int64_t timeout_ns);
 
-/* stamp + wait: a drop-in for membarrier(MEMBARRIER_CMD_GLOBAL, 0, 0). */
+/* barrierd_stamp_ns() + barrierd_wait(): a drop-in for membarrier(MEMBARRIER_CMD_GLOBAL, 0, 0). */
 int barrierd_barrier(struct barrierd *b, int64_t timeout_ns);
 
-/* Ring the doorbell without sleeping (for pollers of barrierd_passed()).  0 or -errno. */
+/*
+ * Ring the doorbell without sleeping: the daemon credits idle and offline CPUs and starts
+ * listening to busy ones.  For pollers of barrierd_passed().  0, or -errno of FUTEX_WAKE.
+ */
 int barrierd_request(struct barrierd *b);
+
+/* Is a daemon publishing (running, not stopped, heartbeat within three periods)? */
+bool barrierd_live(const struct barrierd *b);
 
 /* The read-only mapping and its size, for tools (barrierctl) and tests. */
 const struct barrierd_header *barrierd_mapping(const struct barrierd *b, size_t *size);

@@ -18,3 +18,8 @@ int bd_live(const struct barrierd *b, uint64_t now_host)
 	/* Three periods without a heartbeat: the daemon is gone (kill -9) or wedged. */
 	return now_host <= hb + 3 * period;
 }
+
+BDLIB_EXPORT bool barrierd_live(const struct barrierd *b)
+{
+	return b && bd_live(b, bd_clock_raw() - (uint64_t)bd_timens_current(b));
+}
