@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Mirrors lib/liveness.c: the daemon is gone after three periods without a heartbeat. */
@@ -148,14 +149,12 @@ bool bctl_cpu_lagging(const struct bctl_snapshot *s, uint64_t cpu, uint64_t thre
 	if (st == BARRIERD_CPU_IDLE || st == BARRIERD_CPU_OFFLINE || st == BARRIERD_CPU_DAEMON)
 		return false;
 	/*
-	 * Judged against the freshest value in the file, not against now: a daemon that no one
-	 * waits on may fold events only now and then (at its heartbeat), and between folds every
-	 * value ages without any CPU being at fault.  At a fold the CPU that runs the daemon
-	 * has just been switched to it, an event, so the freshest value marks the latest fold;
-	 * a CPU that brings no evidence falls behind it.  While the daemon publishes
-	 * continuously, the freshest value stays close to now.
+	 * The lag is now - value.  A daemon that nobody waits on folds busy CPUs only at its
+	 * heartbeat, so status and watch first ask it for a fresh pass (fresh_view()); after it,
+	 * a busy CPU's value is its latest event, a tick or less old, unless it brings no
+	 * evidence at all (a nohz_full CPU running user code), which is what lagging means.
 	 */
-	return bctl_behind_ns(s, cpu) > threshold_ns;
+	return s->now_ns > s->cpu[cpu].ns && s->now_ns - s->cpu[cpu].ns > threshold_ns;
 }
 
 static uint64_t lagging_count(const struct bctl_snapshot *s, uint64_t threshold_ns)
@@ -428,6 +427,32 @@ void bctl_render_json(FILE *f, const struct bctl_snapshot *s, uint64_t threshold
 
 /* ---- commands ---- */
 
+/*
+ * Ask a live daemon for a pass and wait (briefly, bounded) until one lands, so that the
+ * values shown are as fresh as the CPUs' latest evidence, not as old as the last heartbeat.
+ */
+static void fresh_view(struct barrierd *b)
+{
+	size_t sz;
+	const struct barrierd_header *h = barrierd_mapping(b, &sz);
+	const struct barrierd_ext *x;
+	uint64_t before;
+
+	if (!barrierd_live(b) || !(h->flags & BARRIERD_FEAT_EXTENSION))
+		return;
+	x = (const void *)((const char *)h + h->ext_offset);
+	before = __atomic_load_n(&x->passes, __ATOMIC_ACQUIRE);
+	if (barrierd_request(b))
+		return;
+	for (int i = 0; i < 100; i++) { /* 100 ms at most */
+		struct timespec ts = {0, 1000000};
+
+		if (__atomic_load_n(&x->passes, __ATOMIC_ACQUIRE) != before)
+			return;
+		nanosleep(&ts, NULL);
+	}
+}
+
 /* Open and snapshot once, closing the file again: 0 with *s to free, or -errno (reported). */
 static int take(const struct bctl_opts *o, struct bctl_snapshot *s, const char *cmd)
 {
@@ -440,6 +465,7 @@ static int take(const struct bctl_opts *o, struct bctl_snapshot *s, const char *
 			bctl_open_error(ret));
 		return ret;
 	}
+	fresh_view(b);
 	ret = bctl_snapshot_take(b, path, s);
 	barrierd_close(b);
 	if (ret) {

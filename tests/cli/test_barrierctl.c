@@ -357,11 +357,11 @@ static void status_degraded(void **state)
 }
 
 /*
- * A daemon that no one waits on may fold events only at its heartbeat: every value ages
- * between folds, and none of that is a CPU's fault.  Lagging is judged against the freshest
- * value in the file, not against now.
+ * Lagging is judged against now (the issue's rule): status first asks the daemon for a fresh
+ * pass, so a busy CPU whose value is still 1.5 s old after it brings no evidence.  BEHIND_MS
+ * (against the freshest CPU) is shown for information only.
  */
-static void status_judged_against_freshest(void **state)
+static void status_lag_against_now(void **state)
 {
 	uint64_t fold = cli_now() - 1500 * CLI_MS;
 	struct cli_result r;
@@ -371,12 +371,12 @@ static void status_judged_against_freshest(void **state)
 		sim_st(&S.h->per_cpu[c].last_interrupt_ns, fold - c * CLI_MS);
 	sim_fold(&S);
 	bctl(&r, "status", "--state", S.path, "--json", NULL);
-	expect_code(&r, 0);
+	expect_code(&r, 1);
 	assert_int_equal(cli_json_check(S.dir, r.out,
 					"all(c['lag_ms'] >= 1500 + i and c['behind_ms'] == i "
-					"and not c['lagging'] "
+					"and c['lagging'] == (c['state'] in ('busy', 'unknown')) "
 					"for i, c in enumerate(d['cpus'])) "
-					"and d['health'] == 'healthy'"),
+					"and d['health'] == 'degraded'"),
 			 0);
 	cli_result_free(&r);
 
@@ -938,7 +938,7 @@ int main(void)
 		cmocka_unit_test(status_healthy),
 		cmocka_unit_test(status_degraded),
 		cmocka_unit_test(status_lag_numbers),
-		cmocka_unit_test(status_judged_against_freshest),
+		cmocka_unit_test(status_lag_against_now),
 		cmocka_unit_test(status_idle_offline_daemon_not_flagged),
 		cmocka_unit_test(status_not_running),
 		cmocka_unit_test(status_unusable),
