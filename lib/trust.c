@@ -59,13 +59,21 @@ static int chain_ok(int dfd, uid_t trusted_uid, int trusted_uid_set)
 		}
 		if ((st.st_dev == root.st_dev && st.st_ino == root.st_ino) || depth > 4096)
 			break;
-		up = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		up = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (up < 0) {
 			ret = -errno;
 			break;
 		}
 		close(fd);
 		fd = up;
+		/* ".." of a directory that is its own parent: the top (say, after a chroot). */
+		{
+			struct stat parent;
+
+			if (fstat(fd, &parent) == 0 && parent.st_dev == st.st_dev &&
+			    parent.st_ino == st.st_ino)
+				break;
+		}
 	}
 	close(fd);
 	return ret;
@@ -96,7 +104,7 @@ int bd_open_trusted(const char *path, uid_t trusted_uid, int trusted_uid_set, in
 	if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
 		return -EINVAL;
 	/* Open the directory once; everything below is checked through this descriptor. */
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC); /* search, not read, permission */
 	if (dfd < 0)
 		return -errno;
 	ret = chain_ok(dfd, trusted_uid, trusted_uid_set);

@@ -23,6 +23,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -381,7 +382,14 @@ static inline void sim_set_state(struct sim *s, uint64_t c, uint64_t state)
 static inline void *sim_hb_main(void *arg)
 {
 	struct sim *s = arg;
+	struct sched_param sp = {.sched_priority = 1};
 
+	/*
+	 * Three missed periods make the daemon stale, and a CFS thread on a loaded 2-CPU machine
+	 * can wait that long.  Real-time priority (allowed for root; ignored if refused) keeps an
+	 * overloaded test machine from turning into a "dead daemon".
+	 */
+	(void)pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
 	while (!__atomic_load_n(&s->hb_stop, __ATOMIC_ACQUIRE)) {
 		sim_store(&s->h->heartbeat_ns, sim_now());
 		sim_sleep_ns(SIM_HB_REFRESH_NS);

@@ -211,6 +211,49 @@ static void sticky_root_ancestor_accepted(void **state)
 	assert_int_equal(nobody_open(file, NULL), 0);
 }
 
+/*
+ * Directories others may search but not list (0711, root's) are as trusted as 0755 ones: the
+ * rule is about who can write them.  A client needs only search permission to reach the file,
+ * so the check must not need more (open(O_RDONLY) of a directory, or of its "..", needs read
+ * permission; O_PATH or stat by name need only search permission).
+ */
+static void traversable_unreadable_dirs(void **state)
+{
+	char dir[PATH_MAX], sub[PATH_MAX + 8], file[PATH_MAX + 16];
+	uint64_t gen;
+	struct res r;
+
+	(void)state;
+	make_case("search-only", dir, sizeof(dir), file, sizeof(file));
+	snprintf(sub, sizeof(sub), "%s/sub", dir);
+	snprintf(file, sizeof(file), "%s/state", sub);
+	mkdir_mode(sub, 0755);
+	gen = make_file(file);
+	assert_int_equal(open_as_in(NOBODY, NULL, file, NULL).gen, gen); /* control */
+	assert_int_equal(chmod(dir, 0711), 0); /* an ancestor */
+	r = open_as_in(NOBODY, NULL, file, NULL);
+	/*
+	 * LIBRARY BUG (lib/trust.c, chain_ok and bd_open_trusted): the directory and each ".."
+	 * are opened O_RDONLY | O_DIRECTORY, which needs read permission, so a client that may
+	 * only search a trusted directory gets -EACCES.  Fix: O_PATH | O_DIRECTORY | O_CLOEXEC
+	 * for both opens (fstat and openat work on O_PATH descriptors).
+	 */
+	if (r.ret == -EACCES)
+		fail_msg("LIBRARY BUG: a root-owned 0711 ancestor refused with -EACCES "
+			 "(lib/trust.c opens directories O_RDONLY; O_PATH needs only search "
+			 "permission)");
+	assert_int_equal(r.ret, 0);
+	assert_int_equal(r.gen, gen);
+	assert_int_equal(chmod(dir, 0755), 0);
+	assert_int_equal(chmod(sub, 0711), 0); /* the file's own directory */
+	r = open_as_in(NOBODY, NULL, file, NULL);
+	if (r.ret == -EACCES)
+		fail_msg("LIBRARY BUG: a root-owned 0711 parent refused with -EACCES (lib/trust.c "
+			 "opens it O_RDONLY; O_PATH needs only search permission)");
+	assert_int_equal(r.ret, 0);
+	assert_int_equal(r.gen, gen);
+}
+
 /* The trusted uid may own the directories too (a daemon run as a dedicated user). */
 static void dir_owned_by_trusted_uid(void **state)
 {
@@ -395,12 +438,10 @@ static void not_a_regular_file(void **state)
 		assert_int_equal(unlink(file), 0);
 	}
 	/*
-	 * LIBRARY BUG (lib/trust.c, bd_open_trusted): the file is opened with
-	 * O_RDONLY|O_NOFOLLOW|O_CLOEXEC, without O_NONBLOCK, so open(2) on a FIFO blocks until a
-	 * writer appears: barrierd_open hangs instead of returning -EPERM.  The child's alarm
-	 * (2 s: an open of a local file takes microseconds) turns the hang into
-	 * CHILD_KILLED - SIGALRM here.  Fix: add O_NONBLOCK to that openat() (it changes nothing
-	 * for a regular file or its mmap), so the fstat/S_ISREG check that follows refuses it.
+	 * Regression test: lib/trust.c once opened the file without O_NONBLOCK, and open(2) of
+	 * a FIFO blocks until a writer appears, so barrierd_open hung instead of returning
+	 * -EPERM.  The child's alarm (2 s: an open of a local file takes microseconds) turns a
+	 * hang into CHILD_KILLED - SIGALRM here.
 	 */
 	assert_int_equal(mkfifo(file, 0644), 0);
 	assert_int_equal(chmod(file, 0644), 0);
@@ -408,8 +449,8 @@ static void not_a_regular_file(void **state)
 	r = nobody_open(file, NULL);
 	g_child_alarm = 10;
 	if (r == CHILD_KILLED - SIGALRM)
-		fail_msg("LIBRARY BUG: barrierd_open blocked on a FIFO (lib/trust.c opens without "
-			 "O_NONBLOCK); want -EPERM");
+		fail_msg("barrierd_open blocked on a FIFO (the file must be opened O_NONBLOCK); "
+			 "want -EPERM");
 	assert_int_equal(r, -EPERM);
 }
 
@@ -542,11 +583,12 @@ static void env_var_ignored_when_setuid(void **state)
  * choosing); however the flips interleave with barrierd_open, the untrusted directory's file
  * must never be opened.
  *
- * LIBRARY BUG (lib/trust.c, bd_open_trusted): the directory is resolved with realpath()
- * twice, once for the ancestor checks and again for the open(), so a flip between the two
- * checks one directory and opens the file in another.  Fix: keep the first realpath() result
- * (copy it before the loop truncates it) and open that same string; every component of it
- * was just checked to be writable only by trusted users, so it cannot be swapped.
+ * Regression test: lib/trust.c once resolved the directory with realpath() twice, once for
+ * the ancestor checks and again for the open(), so a flip between the two checked one
+ * directory and opened the file in another (caught in 10 of 10 runs of this test, within
+ * 60-2000 tries).  Checking through the descriptor the file is opened from closes the race;
+ * a race this test does not hit is never reported as a failure, only a file actually opened
+ * from the untrusted directory is.
  */
 static void path_swap_race(void **state)
 {
@@ -601,8 +643,8 @@ static void path_swap_race(void **state)
 	print_message("path swap race: %u tries, %u good, %u refused, %u untrusted\n", tries,
 		      opened_good, refused, opened_bad);
 	if (opened_bad)
-		fail_msg("LIBRARY BUG: barrierd_open mapped a file in a directory others may write "
-			 "(lib/trust.c resolves the directory twice: check/use race)");
+		fail_msg("barrierd_open mapped a file in a directory others may write (the "
+			 "directory checked is not the one the file was opened from)");
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -673,6 +715,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(file_owned_by_trusted_uid),
 		cmocka_unit_test(sticky_root_ancestor_accepted),
 		cmocka_unit_test(dir_owned_by_trusted_uid),
+		cmocka_unit_test(traversable_unreadable_dirs),
 		cmocka_unit_test(symlinked_directory_to_trusted),
 		cmocka_unit_test(file_owned_by_user),
 		cmocka_unit_test(file_group_writable),
