@@ -10,25 +10,7 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__type(key, __u32);
-	__type(value, struct barrierd_slot);
-	__uint(max_entries, 1);
-} slots SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4096 * 4);
-} signal_rb SEC(".maps");
-
-volatile __u64 vtime;
-volatile __u64 watermark;
-volatile __u64 switch_stamps;
-volatile __u64 main_tid;
-volatile __u64 main_switches;
-volatile __u32 daemon_tids[BARRIERD_MAX_DAEMON_TIDS];
+#include "slot_maps.h"
 
 #include "slot_logic.h"
 

@@ -33,6 +33,9 @@ struct harness {
 	pid_t pid;
 };
 
+/* The harness of the test being run (one per test program). */
+static struct harness H;
+
 static inline uint64_t h_now(void)
 {
 	struct timespec ts;
@@ -254,6 +257,22 @@ static inline void h_kill_all(pid_t *pids, int n)
 		kill(pids[i], SIGKILL);
 		waitpid(pids[i], NULL, 0);
 	}
+}
+
+/* cmocka fixtures: a fresh directory per test; the daemon (if started) stopped after it. */
+__attribute__((unused)) static int h_setup(void **state)
+{
+	(void)state;
+	h_mkdir(&H);
+	return 0;
+}
+
+__attribute__((unused)) static int h_teardown(void **state)
+{
+	(void)state;
+	h_stop(&H);
+	h_rmdir(&H);
+	return 0;
 }
 
 #endif

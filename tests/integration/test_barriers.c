@@ -10,22 +10,7 @@
 
 #include "harness.h"
 
-static struct harness H;
 
-static int setup(void **state)
-{
-	(void)state;
-	h_mkdir(&H);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	h_stop(&H);
-	h_rmdir(&H);
-	return 0;
-}
 
 /* One barrier by hand: fenced stamp, futex wait on the low half with a timeout, recheck. */
 static int manual_barrier(const struct barrierd_header *m, uint64_t *t_out)
@@ -208,11 +193,11 @@ int main(void)
 {
 	test_require_root();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(two_hundred_barriers, setup, teardown),
-		cmocka_unit_test_setup_teardown(idle_cpu1_credited, setup, teardown),
-		cmocka_unit_test_setup_teardown(idle_cpu0_credited, setup, teardown),
-		cmocka_unit_test_setup_teardown(watermark_stress, setup, teardown),
-		cmocka_unit_test_setup_teardown(original_layout_client, setup, teardown),
+		cmocka_unit_test_setup_teardown(two_hundred_barriers, h_setup, h_teardown),
+		cmocka_unit_test_setup_teardown(idle_cpu1_credited, h_setup, h_teardown),
+		cmocka_unit_test_setup_teardown(idle_cpu0_credited, h_setup, h_teardown),
+		cmocka_unit_test_setup_teardown(watermark_stress, h_setup, h_teardown),
+		cmocka_unit_test_setup_teardown(original_layout_client, h_setup, h_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,7 +12,6 @@
 
 #include "harness.h"
 
-static struct harness H;
 
 static int setup(void **state)
 {

@@ -88,7 +88,6 @@ struct litmus {
 	uint64_t ev[2][2], idle[2][2];
 };
 
-static struct harness H;
 static struct barrierd *B;
 static int cpu_a = -1, cpu_b = -1;
 

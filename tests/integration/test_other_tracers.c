@@ -16,7 +16,6 @@
 
 #include "harness.h"
 
-static struct harness H;
 
 static long tracepoint_id(const char *cat, const char *name)
 {
@@ -61,20 +60,6 @@ static long long prog_run_cnt(const char *name)
 	return -1;
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	h_mkdir(&H);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	h_stop(&H);
-	h_rmdir(&H);
-	return 0;
-}
 
 static int pipes[2][2];
 #define ROUNDS 10000
@@ -161,7 +146,7 @@ int main(void)
 {
 	test_require_root();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(perf_sees_the_switches, setup, teardown),
+		cmocka_unit_test_setup_teardown(perf_sees_the_switches, h_setup, h_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,7 +15,6 @@
 
 #include "harness.h"
 
-static struct harness H;
 static int sock = -1;
 static char sock_path[400];
 

@@ -109,7 +109,6 @@ static _Alignas(128) int stop;
 static struct hazard hazard[MAX_READERS];
 static struct obj *pool;
 
-static struct harness H;
 static int cpus[CPU_SETSIZE], ncpus;
 static uint64_t barrierd_seconds; /* of the barrierd phase */
 
@@ -412,20 +411,6 @@ static void torture_barrierd(void **state)
 	assert_int_equal(total_violations(rd, nr), 0);
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	h_mkdir(&H);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	h_stop(&H);
-	h_rmdir(&H);
-	return 0;
-}
 
 int main(void)
 {
@@ -446,7 +431,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(torture_no_barrier_control),
 		cmocka_unit_test(torture_writer_mfence_control),
-		cmocka_unit_test_setup_teardown(torture_barrierd, setup, teardown),
+		cmocka_unit_test_setup_teardown(torture_barrierd, h_setup, h_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
