@@ -3,7 +3,8 @@
 # Idempotent: apt runs only when something is missing.
 set -euo pipefail
 pkgs=(gcc make cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev
-      libseccomp-dev libsystemd-dev libcmocka-dev util-linux)
+      libseccomp-dev libsystemd-dev libcmocka-dev util-linux systemd systemd-container
+      gnuplot-nox)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -39,8 +39,8 @@ int bpf_ctx_load(struct bpf_ctx *b, uint64_t ncpu, char *err, size_t errlen)
 		ret = barrierd_bpf__load(b->skel);
 	if (ret) {
 		snprintf(err, errlen,
-			 "cannot load the BPF programs: %s (barrierd needs root, or CAP_BPF, "
-			 "CAP_PERFMON and CAP_SYS_RESOURCE, and a kernel with BTF)",
+			 "cannot load the BPF programs: %s (barrierd needs root, or CAP_BPF and "
+			 "CAP_PERFMON, and a kernel with BTF)",
 			 strerror(-ret));
 		goto fail;
 	}

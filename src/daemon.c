@@ -58,6 +58,9 @@ static void set_tick(struct daemon *d, uint64_t tick_ns)
 {
 	struct itimerspec its;
 
+	/* The watchdog is pinged from this timer: tick at least four times per interval. */
+	if (d->notify.watchdog_ns && tick_ns > d->notify.watchdog_ns / 4)
+		tick_ns = d->notify.watchdog_ns / 4;
 	if (tick_ns == d->tick_ns)
 		return;
 	d->tick_ns = tick_ns;
@@ -140,7 +143,11 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	if (ret)
 		return ret;
 	/* Connect to the service manager now: the sandbox forbids new sockets later. */
-	notify_init(&d->notify);
+	ret = notify_init(&d->notify);
+	if (ret)
+		log_warn("cannot reach the service manager's NOTIFY_SOCKET (%s): no readiness or "
+			 "watchdog messages will be sent",
+			 strerror(-ret));
 	/*
 	 * Highest possible CPU id + 1, not the count: CPU ids index the slots and the file, and a
 	 * hole in the mask is a CPU that is never online (credited offline, rule 3).

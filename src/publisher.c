@@ -117,6 +117,9 @@ int publisher_init(struct publisher *p, struct state_file *sf, struct barrierd_s
 	p->g_ns = load64(&h->last_interrupt_ns);
 	p->g_vt = load64(&h->last_interrupt_vtime);
 	p->vtime = maxv + 1;
+#ifdef BARRIERD_MUTANT_VTIME_RESTART_LOW /* mutant for tests/audit: breaks rule 4 */
+	p->vtime = 1;
+#endif
 	/* The file first, .bss second (rule 4); nothing is attached yet. */
 	pub64(&h->vtime, p->vtime);
 	*p->bss_vtime = p->vtime;
@@ -299,7 +302,9 @@ int publisher_pass(struct publisher *p, bool credit, bool *again)
 		 * before running any task, so a clear bit read after this fence means the CPU
 		 * runs nothing until after r, and it will see v.
 		 */
+#ifndef BARRIERD_MUTANT_OFFLINE_NO_DRAIN /* mutant for tests/audit: breaks rule 3 */
 		mfence();
+#endif
 		if (p->online_fd >= 0 && read_online(p))
 			log_warn("cannot read the online CPU mask; no offline credit this pass");
 		for (uint64_t c = 0; c < p->ncpu; c++) {
@@ -313,9 +318,20 @@ int publisher_pass(struct publisher *p, bool credit, bool *again)
 			 * exit from idle (its xchg to BUSY) comes after this RMW, after r; and the
 			 * RMW drains our store buffer, so v is visible before that CPU runs user code.
 			 */
+#ifdef BARRIERD_MUTANT_IDLE_PLAIN_LOAD /* mutant for tests/audit: breaks rule 2 */
+			old = __atomic_load_n(&p->slots[c].idle, __ATOMIC_SEQ_CST);
+#else
 			old = __atomic_fetch_add(&p->slots[c].idle, 0, __ATOMIC_SEQ_CST);
+#endif
+#ifdef BARRIERD_MUTANT_IDLE_COUNTER /* mutant for tests/audit: breaks rule 2 */
+			old = old != 0 ? BARRIERD_SLOT_IDLE : BARRIERD_SLOT_BUSY;
+#endif
 			p->state[c] = old == BARRIERD_SLOT_IDLE ? BARRIERD_CPU_IDLE : BARRIERD_CPU_BUSY;
 		}
+#ifdef BARRIERD_MUTANT_IDLE_CLOCK_AFTER_RMW /* mutant for tests/audit: breaks rule 2 */
+		r = mono_ns();
+		v = load64(&h->vtime);
+#endif
 		/*
 		 * The CPU this thread runs on executed the locked RMWs above after r (rule 1
 		 * applied to our own event): its earlier stores were drained by them and its later
@@ -349,6 +365,9 @@ int publisher_pass(struct publisher *p, bool credit, bool *again)
 			nns = st;
 			k = BARRIERD_CAUSE_EVENT;
 		}
+#ifdef BARRIERD_MUTANT_VTIME_AT_HARVEST /* mutant for tests/audit: breaks rule 4 */
+		sv = st > p->ns[c] ? p->vtime : sv;
+#endif
 		nvt = umax(nvt, sv);
 		if (credit) {
 			uint8_t ck = 0;

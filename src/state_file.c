@@ -107,8 +107,10 @@ static const char *foreign_reason(const struct state_file *sf, const uint8_t *ma
 		return size ? "too short for a barrierd header" : NULL;
 	if (h->magic != BARRIERD_MAGIC)
 		return "no barrierd magic (written by the original barrierd, or not ours)";
+#ifndef BARRIERD_MUTANT_NO_BOOT_RESET /* mutant for tests/audit: breaks the reboot rule */
 	if (memcmp(h->boot_id, sf->boot_id, 16) != 0)
 		return "written during another boot";
+#endif
 	if (h->abi_major != BARRIERD_ABI_MAJOR || h->header_size != sizeof(*h) ||
 	    h->cpu_stride != sizeof(struct barrierd_cpu) || h->ncpu != sf->ncpu ||
 	    h->ext_offset != barrierd_ext_offset(sf->ncpu) || size < barrierd_file_size(sf->ncpu))
