@@ -80,8 +80,10 @@ static int check_times(struct barrierd *b)
 	}
 	__asm__ __volatile__("lfence" ::: "memory");
 	now = bd_clock_raw() - (uint64_t)b->timens_off;
+#ifndef BARRIERD_MUTANT_NO_FUTURE_CHECK /* mutant for tests/audit: breaks the reboot rule */
 	if (maxv > now)
 		return -ESTALE;
+#endif
 	b->open_ns = now;
 	return 0;
 }

@@ -10,7 +10,9 @@ BDLIB_EXPORT uint64_t barrierd_stamp_ns(const struct barrierd *b)
 	 * (the SDM's sequence; a locked instruction alone does not order RDTSC).  Only then the
 	 * clock: the stamp is later than the moment our stores became visible.
 	 */
+#ifndef BARRIERD_MUTANT_NO_STAMP_FENCE /* mutant for tests/audit: breaks rule 5 */
 	__asm__ __volatile__("mfence; lfence" ::: "memory");
+#endif
 	/*
 	 * Host time: our CLOCK_MONOTONIC minus this namespace's offset (read at open, after a
 	 * fork, and on a wait's slow path).  An offset that could not be known (INT64_MIN) makes
@@ -19,6 +21,9 @@ BDLIB_EXPORT uint64_t barrierd_stamp_ns(const struct barrierd *b)
 	int64_t off = bd_timens_current(b);
 	uint64_t now = bd_clock_raw();
 
+#ifdef BARRIERD_MUTANT_NO_TIMENS /* mutant for tests/audit: breaks rule 5 (time namespaces) */
+	off = 0;
+#endif
 	if (off == INT64_MIN)
 		return UINT64_MAX - 1;
 	return now - (uint64_t)off;
@@ -31,7 +36,9 @@ BDLIB_EXPORT uint64_t barrierd_stamp_vtime(const struct barrierd *b)
 	 * vtime above V from .bss ran after the daemon published it, after our load, after our
 	 * stores.
 	 */
+#ifndef BARRIERD_MUTANT_NO_STAMP_FENCE /* mutant for tests/audit: breaks rule 5 */
 	__asm__ __volatile__("mfence" ::: "memory");
+#endif
 	return bd_load(&b->hdr->vtime);
 }
 

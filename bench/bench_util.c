@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench_util: workloads for bench/run.sh.
+ *
+ *   bench_util loop STATE_PATH SECONDS [RATE]
+ *                                        barrierd_barrier() back to back, or RATE per second
+ *                                        (paced by absolute sleeps); prints
+ *                                        "loop barriers N seconds S p50_us P p99_us Q"
+ *   bench_util churn SECONDS             one thread per online CPU, pinned, sleeping 200 us
+ *                                        in a loop: a steady stream of timer interrupts,
+ *                                        softirqs, context switches and system calls (the
+ *                                        workload of the BPF cost windows)
+ */
+#include "bench_common.h"
+
+#include <barrierd.h>
+#include <pthread.h>
+
+static uint64_t churn_end;
+
+static void *churn_thread(void *arg)
+{
+	bench_pin((int)(intptr_t)arg);
+	while (bench_now() < churn_end)
+		bench_sleep_ns(200000);
+	return NULL;
+}
+
+static int churn(double secs)
+{
+	cpu_set_t cpus;
+	pthread_t th[CPU_SETSIZE];
+	int n = 0;
+
+	if (sched_getaffinity(0, sizeof(cpus), &cpus))
+		return 1;
+	churn_end = bench_now() + (uint64_t)(secs * 1e9);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &cpus) && pthread_create(&th[n], NULL, churn_thread,
+							  (void *)(intptr_t)c) == 0)
+			n++;
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	return 0;
+}
+
+static int loop(const char *path, double secs, double rate)
+{
+	struct barrierd *b;
+	uint64_t t0 = bench_now(), end = t0 + (uint64_t)(secs * 1e9), n = 0, cap = 1 << 16;
+	uint64_t *lat = malloc(cap * sizeof(*lat));
+	int ret = barrierd_open(&b, path);
+
+	if (ret || !lat) {
+		fprintf(stderr, "bench_util loop: %s: %s\n", path, strerror(ret ? -ret : ENOMEM));
+		return 1;
+	}
+	while (bench_now() < end) {
+		uint64_t s;
+
+		if (rate > 0)
+			bench_sleep_until(t0 + (uint64_t)((double)n * 1e9 / rate));
+		s = bench_now();
+
+		ret = barrierd_barrier(b, 5 * (int64_t)BENCH_SEC);
+		if (ret) {
+			fprintf(stderr, "bench_util loop: barrier: %s\n", strerror(-ret));
+			return 1;
+		}
+		if (n == cap) {
+			uint64_t *nl = realloc(lat, 2 * cap * sizeof(*lat));
+
+			if (!nl)
+				return 1;
+			lat = nl;
+			cap *= 2;
+		}
+		lat[n++] = bench_now() - s;
+	}
+	qsort(lat, n, sizeof(*lat), bench_cmp_u64);
+	printf("loop barriers %llu seconds %.3f p50_us %.1f p99_us %.1f\n", (unsigned long long)n,
+	       (double)(bench_now() - t0) / 1e9, (double)bench_pct(lat, n, 50) / 1e3,
+	       (double)bench_pct(lat, n, 99) / 1e3);
+	free(lat);
+	barrierd_close(b);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "loop"))
+		return loop(argv[2], atof(argv[3]), argc == 5 ? atof(argv[4]) : 0);
+	if (argc == 3 && !strcmp(argv[1], "churn"))
+		return churn(atof(argv[2]));
+	fprintf(stderr, "usage: bench_util loop STATE_PATH SECONDS [RATE] | churn SECONDS\n");
+	return 64;
+}

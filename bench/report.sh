@@ -1,0 +1,562 @@
+#!/usr/bin/env bash
+# Tables, summary and plots from the CSVs of one bench/run.sh run:
+#
+#   bench/report.sh RESULTS_DIR
+#
+# Writes, in RESULTS_DIR: latency.md, notify.md, ipi.md, waiters.md, daemon_cpu.md, getpid.md,
+# bpf_cost.md, cpu_scaling.md (one table per measurement, with the summary CSVs beside them),
+# summary.md (BRIEF §6 targets against the figures) and plots/*.png (gnuplot; skipped with a note
+# when gnuplot is missing).  Needs only the CSVs: it can be re-run on old results.
+set -euo pipefail
+
+[ $# -eq 1 ] && [ -d "$1" ] || {
+	echo "usage: bench/report.sh RESULTS_DIR" >&2
+	exit 64
+}
+cd "$1"
+mkdir -p plots/data
+
+# stdin: "KEY VALUE" lines.  stdout: "KEY n min p50 p90 p99 max mean" (nearest-rank percentiles).
+summarize() {
+	sort -t' ' -k1,1 -k2,2n | awk '
+	function rank(p,  k) { k = int((n * p + 99) / 100); return k < 1 ? 1 : k }
+	function out() {
+		if (!n) return
+		printf "%s %d %s %s %s %s %s %.0f\n", key, n, v[1], v[rank(50)], v[rank(90)],
+			v[rank(99)], v[n], s / n
+		n = 0; s = 0
+	}
+	$1 != key { out(); key = $1 }
+	{ v[++n] = $2; s += $2 }
+	END { out() }'
+}
+
+# stdin: "KEY VALUE" lines; writes plots/data/cdf_KEY.dat ("value/1000 fraction") per key.
+cdf_files() { # PREFIX
+	sort -t' ' -k1,1 -k2,2n | awk -v pre="$1" '
+	function out(  i, f) {
+		if (!n) return
+		f = "plots/data/" pre "_" key ".dat"
+		gsub("/", "_", f)
+		sub("^plots_data_", "plots/data/", f)
+		for (i = 1; i <= n; i++) printf "%.3f %.5f\n", v[i] / 1000, i / n > f
+		close(f); n = 0
+	}
+	$1 != key { out(); key = $1 }
+	{ v[++n] = $2 }
+	END { out() }'
+}
+
+us() { # ns -> µs with sensible precision
+	awk -v x="$1" 'BEGIN { v = x / 1000; if (v >= 100) printf "%.0f", v; else if (v >= 10) printf "%.1f", v; else printf "%.2f", v }'
+}
+
+# Values for summary.md collect here as shell assignments.
+: >summary.env
+put() {
+	printf '%s=%q\n' "$1" "$2" >>summary.env
+}
+
+# ---- latency ---------------------------------------------------------------------------------
+
+if [ -s latency.csv ]; then
+	awk -F, 'NR > 1 {print $1 "/" $3, $5}' latency.csv | summarize >latency_summary.txt
+	[ -s orig.csv ] && awk -F, 'NR > 1 {print $1 "/" $2, $4}' orig.csv | summarize >orig_summary.txt
+	{
+		echo "# Barrier latency"
+		echo
+		echo "\`barrierctl bench\` (methods interleaved round-robin in one process), idle and loaded blocks"
+		echo "interleaved ($(awk -F, 'NR > 1 {print $2}' latency.csv | sort -u | wc -l) blocks of each). Loaded: a nice-19 spinner"
+		echo "pinned on every CPU. Nearest-rank percentiles in µs. *faster* = membarrier(GLOBAL)'s"
+		echo "percentile divided by the method's (same condition, same run)."
+		echo
+		echo "| condition | method | calls | min | p50 | p90 | p99 | max | p50 faster | p99 faster |"
+		echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+		for cond in idle loaded; do
+			gl=$(awk -v k="$cond/membarrier-global" '$1 == k {print $4, $6}' latency_summary.txt)
+			awk -v cond="$cond" -v gl="$gl" '
+			function f(x) { x /= 1000; return x >= 100 ? sprintf("%.0f", x) : x >= 10 ? sprintf("%.1f", x) : sprintf("%.2f", x) }
+			BEGIN { split(gl, g, " ") }
+			{ split($1, km, "/") }
+			km[1] == cond {
+				r50 = g[1] && $4 ? sprintf("%.1f×", g[1] / $4) : "-"
+				r99 = g[2] && $6 ? sprintf("%.1f×", g[2] / $6) : "-"
+				printf "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", cond, km[2], $2,
+					f($3), f($4), f($5), f($6), f($7), r50, r99
+			}' latency_summary.txt
+			put "lat_${cond}_mb_p50" "$(echo "$gl" | cut -d' ' -f1)"
+			put "lat_${cond}_mb_p99" "$(echo "$gl" | cut -d' ' -f2)"
+			put "lat_${cond}_bd_p50" "$(awk -v k="$cond/barrierd" '$1 == k {print $4}' latency_summary.txt)"
+			put "lat_${cond}_bd_p99" "$(awk -v k="$cond/barrierd" '$1 == k {print $6}' latency_summary.txt)"
+		done
+		if [ -s orig_summary.txt ]; then
+			echo
+			echo "## Client of the original layout (no doorbell) against membarrier(GLOBAL)"
+			echo
+			echo "\`bench_orig\`: fenced stamp, FUTEX_WAIT on the global word, no ring; one call of each"
+			echo "method in turn. It is served by the daemon's slow idle credit (every"
+			echo "\`--idle-credit-interval\`, 10 ms, while armed) once the heartbeat probe (100 ms) has seen"
+			echo "it sleep. µs."
+			echo
+			echo "| condition | method | calls | min | p50 | p90 | p99 | max |"
+			echo "|---|---|---:|---:|---:|---:|---:|---:|"
+			awk 'function f(x) { x /= 1000; return x >= 100 ? sprintf("%.0f", x) : x >= 10 ? sprintf("%.1f", x) : sprintf("%.2f", x) }
+			{ split($1, km, "/"); printf "| %s | %s | %d | %s | %s | %s | %s | %s |\n", km[1], km[2], $2,
+				f($3), f($4), f($5), f($6), f($7) }' orig_summary.txt
+			for cond in idle loaded; do
+				put "orig_${cond}_p50" "$(awk -v k="$cond/original-layout" '$1 == k {print $4}' orig_summary.txt)"
+				put "orig_${cond}_p99" "$(awk -v k="$cond/original-layout" '$1 == k {print $6}' orig_summary.txt)"
+				put "orig_${cond}_mb_p50" "$(awk -v k="$cond/membarrier-global" '$1 == k {print $4}' orig_summary.txt)"
+			done
+		fi
+	} >latency.md
+	awk -F, 'NR > 1 {print $1 "/" $3, $5}' latency.csv | cdf_files lat
+	[ -s orig.csv ] && awk -F, 'NR > 1 && $2 == "original-layout" {print $1 "/" $2, $4}' orig.csv | cdf_files lat
+fi
+
+# ---- notification latency ------------------------------------------------------------------------
+
+if [ -s notify.csv ]; then
+	awk -F, 'NR > 1 {print $1, $3}' notify.csv | summarize >notify_summary.txt
+	{
+		echo "# Notification latency"
+		echo
+		echo "From the daemon's update that advanced the global value (\`ext.last_advance_ns\`, stored"
+		echo "just before the global word and its FUTEX_WAKE) to the waiter running again (its clock"
+		echo "right after FUTEX_WAIT returns). Samples 0.5–2 ms apart; the waiter rings as the library"
+		echo "does. µs."
+		echo
+		echo "| condition | samples | min | p50 | p90 | p99 | max | mean |"
+		echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+		awk 'function f(x) { x /= 1000; return x >= 100 ? sprintf("%.0f", x) : x >= 10 ? sprintf("%.1f", x) : sprintf("%.2f", x) }
+		{ printf "| %s | %d | %s | %s | %s | %s | %s | %s |\n", $1, $2, f($3), f($4), f($5), f($6), f($7), f($8) }' \
+			notify_summary.txt
+		echo
+		echo "What advanced the global value (\`last_advance_cause\`), and where the waiter woke:"
+		echo
+		echo "| condition | event | idle credit | offline | waiter on the advancing CPU |"
+		echo "|---|---:|---:|---:|---:|"
+		awk -F, 'NR > 1 { n[$1]++; k[$1, $5]++; if ($6 == $7) same[$1]++ }
+		END { for (c in n) printf "| %s | %d | %d | %d | %d |\n", c, k[c, 1], k[c, 2], k[c, 3], same[c] }' notify.csv | sort
+	} >notify.md
+	for cond in idle loaded; do
+		put "notify_${cond}_p50" "$(awk -v k="$cond" '$1 == k {print $4}' notify_summary.txt)"
+		put "notify_${cond}_p99" "$(awk -v k="$cond" '$1 == k {print $6}' notify_summary.txt)"
+	done
+	awk -F, 'NR > 1 {print $1, $3}' notify.csv | cdf_files notify
+fi
+
+# ---- IPIs ------------------------------------------------------------------------------------------
+
+if [ -s ipi.csv ]; then
+	# Background rate per label/cond/cpu; per-call figures with that rate subtracted.
+	awk -F, '
+	NR == 1 { next }
+	$3 == "background" { for (k = 7; k <= 10; k++) bg[$1, $2, $6, k] = $k / $5; next }
+	{ row[++n] = $0 }
+	END {
+		for (i = 1; i <= n; i++) {
+			split(row[i], f, ",")
+			printf "%s,%s,%s,%s,%s,%s", f[1], f[2], f[3], f[4], f[5], f[6]
+			for (k = 7; k <= 10; k++)
+				printf ",%.3f,%.3f", (f[k] - bg[f[1], f[2], f[6], k] * f[5]) / f[4], f[k] / f[4]
+			printf ",%.1f,%.1f,%.1f,%.1f\n", bg[f[1], f[2], f[6], 7], bg[f[1], f[2], f[6], 8], bg[f[1], f[2], f[6], 9], bg[f[1], f[2], f[6], 10]
+		}
+	}' ipi.csv >ipi_percall.csv
+	{
+		echo "# IPIs per barrier"
+		echo
+		echo "Deltas of the CAL, RES, IWI and TLB rows of /proc/interrupts, per CPU. Each cell: per call"
+		echo "after subtracting the background rate (interrupts per second measured in windows of the same"
+		echo "condition with no call, times the batch's duration), then the raw per-call figure in"
+		echo "parentheses. Small negative or fractional values are background noise."
+		echo
+		echo "## Pinned: waiter and daemon on CPU 0, what lands on CPU 1"
+		echo
+		echo "*busy*: a thread of the measuring process spins on CPU 1 (the process is registered for"
+		echo "both expedited membarriers and the page is in CPU 1's TLB, so every method has work to do"
+		echo "there); *idle*: nothing of ours runs on CPU 1."
+		echo
+		for cpu in 1 0; do
+			echo "### CPU $cpu"
+			echo
+			echo "| CPU 1 | method | calls | CAL | RES | IWI | TLB |"
+			echo "|---|---|---:|---:|---:|---:|---:|"
+			awk -F, -v cpu="$cpu" '$1 == "pinned" && $6 == cpu && $3 != "background" {
+				printf "| %s | %s | %d | %.2f (%.2f) | %.2f (%.2f) | %.2f (%.2f) | %.2f (%.2f) |\n",
+					$2, $3, $4, $7, $8, $9, $10, $11, $12, $13, $14 }' ipi_percall.csv
+			echo
+			echo "Background on CPU $cpu (per second, CAL/RES/IWI/TLB): $(awk -F, -v cpu="$cpu" '$1 == "pinned" && $6 == cpu && $3 == "barrierd" {printf "%s: %s/%s/%s/%s; ", $2, $15, $16, $17, $18}' ipi_percall.csv)"
+			echo
+		done
+		if grep -q '^split,' ipi_percall.csv; then
+			echo "## The doorbell's IPI: waiter on CPU 0, daemon alone on CPU 1 (otherwise idle)"
+			echo
+			echo "| CPU | role | calls | CAL | RES | IWI | TLB |"
+			echo "|---|---|---:|---:|---:|---:|---:|"
+			awk -F, '$1 == "split" && $3 == "barrierd" {
+				printf "| %s | %s | %d | %.2f (%.2f) | %.2f (%.2f) | %.2f (%.2f) | %.2f (%.2f) |\n",
+					$6, $6 == 0 ? "waiter" : "daemon", $4, $7, $8, $9, $10, $11, $12, $13, $14 }' ipi_percall.csv
+			echo
+		fi
+		if [ -s latency.csv ]; then
+			echo "## Unpinned (barrierctl bench, rows summed over every CPU, per call, raw)"
+			echo
+			echo "| condition | method | calls | CAL | RES | IWI | TLB |"
+			echo "|---|---|---:|---:|---:|---:|---:|"
+			awk -F, 'NR > 1 { k = $1 "|" $3; n[k]++; c[k] += $6; r[k] += $7; w[k] += $8; t[k] += $9 }
+			END { for (k in n) { split(k, a, "|"); printf "| %s | %s | %d | %.2f | %.2f | %.2f | %.2f |\n",
+				a[1], a[2], n[k], c[k] / n[k], r[k] / n[k], w[k] / n[k], t[k] / n[k] } }' latency.csv | sort
+		fi
+		if [ -s ipi_trace.csv ] && [ "$(wc -l <ipi_trace.csv)" -gt 1 ]; then
+			echo
+			echo "## Who sends which IPI (ipi:ipi_send_cpu and ipi_send_cpumask, all senders)"
+			echo
+			echo "A waiter doing 100 barriers/s (\`bench_util loop\`) for a few seconds in each placement,"
+			echo "traced in a tracefs instance of the harness. *per barrier* = events / barriers. Rows"
+			echo "below 0.05 per barrier are left out (other processes' IPIs)."
+			echo
+			echo "| placement | sender (comm, on CPU) | target CPU | call site | callback | per barrier |"
+			echo "|---|---|---|---|---|---:|"
+			awk -F, 'NR > 1 && $2 > 0 && $8 / $2 >= 0.05 {
+				printf "| %s | %s (%s) | %s | %s | %s | %.2f |\n", $1, $3, $4, $5, $6, $7, $8 / $2 }' ipi_trace.csv
+			echo
+			echo "ttwu_queue_wakelist → generic_smp_call_function_single_interrupt is a wake-up sent"
+			echo "through the call-function-single vector (counted in CAL); a wake-up of a busy CPU is"
+			echo "a reschedule IPI (RES); irq_work_queue → bpf_ringbuf_notify is the BPF ring buffer's"
+			echo "forced wake-up, an IRQ-work self-interrupt (IWI) on the CPU whose event signalled."
+		fi
+	} >ipi.md
+	put ipi_doorbell "$(awk -F, 'NR > 1 && $1 ~ /^split/ && $2 > 0 && $5 !~ /mask/ && $3 ~ /bench_util/ {
+		printf "to CPU %s via %s (%s), %.2f per barrier; ", $5, $6, $7, $8 / $2 }' ipi_trace.csv 2>/dev/null)"
+	put ipi_pinned_idle "$(awk -F, '$1 == "pinned" && $2 == "idle" && $3 == "barrierd" && $6 == 1 {printf "%.2f/%.2f/%.2f/%.2f", $7, $9, $11, $13}' ipi_percall.csv)"
+	put ipi_pinned_busy "$(awk -F, '$1 == "pinned" && $2 == "busy" && $3 == "barrierd" && $6 == 1 {printf "%.2f/%.2f/%.2f/%.2f", $7, $9, $11, $13}' ipi_percall.csv)"
+	put ipi_exp_busy "$(awk -F, '$1 == "pinned" && $2 == "busy" && $3 == "global-expedited" && $6 == 1 {printf "%.2f/%.2f/%.2f/%.2f", $7, $9, $11, $13}' ipi_percall.csv)"
+	put ipi_pexp_busy "$(awk -F, '$1 == "pinned" && $2 == "busy" && $3 == "private-expedited" && $6 == 1 {printf "%.2f/%.2f/%.2f/%.2f", $7, $9, $11, $13}' ipi_percall.csv)"
+	put ipi_split_daemon "$(awk -F, '$1 == "split" && $6 == 1 {printf "%.2f/%.2f/%.2f/%.2f", $7, $9, $11, $13}' ipi_percall.csv)"
+fi
+
+# ---- waiters ---------------------------------------------------------------------------------------
+
+if [ -s waiters.csv ]; then
+	rm -f plots/data/waiters_*.dat
+	{
+		echo "# Waiter scaling: N threads blocked on one barrier"
+		echo
+		echo "*fanout*: all N sleep on the global word (checked with FUTEX_CMP_REQUEUE) for a stamp in"
+		echo "the future, then one ring; only rounds where all N slept count. *library*: N threads call"
+		echo "\`barrierd_wait()\` on one fresh stamp at once (each may ring). Medians (and maxima) in µs:"
+		echo "advance → first / last thread running, and ring (fanout) or stamp (library) → last running."
+		echo
+		echo "| mode | threads | rounds (all blocked) | advance → first | advance → last | start → last |"
+		echo "|---|---:|---:|---:|---:|---:|"
+		for mode in fanout library; do
+			for n in 1 10 100 1000; do
+				awk -F, -v m="$mode" -v n="$n" 'NR > 1 && $1 == m && $2 == n {
+					tot++; if (m == "library" || $4 >= n) { k++; print $5, $6, $7 } }
+					END { print "#", tot + 0, k + 0 > "/dev/stderr" }' waiters.csv 2>waiters.cnt >waiters.sel || true
+				[ -s waiters.sel ] || continue
+				cnt=$(awk '{print $2 " (" $3 ")"}' waiters.cnt)
+				med() { sort -n | awk '{v[NR] = $1} END {k = int((NR * 50 + 99) / 100); if (k < 1) k = 1; printf "%s %s", v[k], v[NR]}'; }
+				a=$(cut -d' ' -f1 waiters.sel | med)
+				b=$(cut -d' ' -f2 waiters.sel | med)
+				c=$(cut -d' ' -f3 waiters.sel | med)
+				printf '| %s | %s | %s | %s (%s) | %s (%s) | %s (%s) |\n' "$mode" "$n" "$cnt" \
+					"$(us "${a% *}")" "$(us "${a#* }")" "$(us "${b% *}")" "$(us "${b#* }")" \
+					"$(us "${c% *}")" "$(us "${c#* }")"
+				if [ "$mode" = fanout ]; then
+					echo "$n ${b% *}" >>plots/data/waiters_fanout.dat
+				else
+					echo "$n ${c% *}" >>plots/data/waiters_library.dat
+				fi
+				[ "$mode" = fanout ] && put "waiters_fanout_${n}" "${b% *}"
+				[ "$mode" = library ] && put "waiters_library_${n}" "${c% *}"
+			done
+		done
+		rm -f waiters.sel waiters.cnt
+	} >waiters.md
+fi
+
+# ---- daemon CPU ------------------------------------------------------------------------------------
+
+if [ -s daemon_cpu.csv ]; then
+	{
+		echo "# Daemon CPU"
+		echo
+		echo "Sum of \`sum_exec_runtime\` over every thread of the daemon (/proc/PID/task/*/schedstat), over"
+		echo "the window's wall time. *Machine busy* is /proc/stat over the same window (all CPUs: 100 % ="
+		echo "every CPU busy), the noise indicator. The flood runs as user nobody: FUTEX_WAKE on the"
+		echo "doorbell word of a read-only mapping, in a tight loop."
+		echo
+		echo "| window | seconds | daemon CPU % | passes/s | credit passes/s (cap) | doorbell wakes heard/s | ring-buffer signals/s | evidence events/s | daemon µs per credit pass | daemon µs per barrier | machine busy % | steal % | client |"
+		echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+		awk -F, 'NR > 1 {
+			s = ($4 - $3) / 1e9; cpu = ($6 - $5); pct = 100 * cpu / ($4 - $3)
+			per = $8 > 0 ? sprintf("%.1f", cpu / $8 / 1000) : "-"
+			bar = "-"; n = split($14, f, ";")
+			for (i = 1; i < n; i++) if (f[i] == "barriers" && f[i + 1] > 0) bar = sprintf("%.1f", cpu / f[i + 1] / 1000)
+			client = $14; gsub(";", " ", client)
+			printf "| %s | %.1f | %.4f | %.1f | %.1f (%d) | %.1f | %.1f | %.0f | %s | %s | %s | %s | %s |\n", $1, s, pct,
+				$7 / s, $8 / s, $2, $9 / s, $12 / s, $13 / s, per, bar, $10, $11, client }' daemon_cpu.csv
+	} >daemon_cpu.md
+	for w in idle-no-waiters idle-waiter-100/s idle-waiter-loop loaded-no-waiters loaded-waiter-100/s \
+		loaded-waiter-loop flood-default-rate flood-rate-1000; do
+		n=${w//-/_}
+		n=${n//\/s/ps}
+		put "cpu_$n" "$(awk -F, -v w="$w" '$1 == w {printf "%.4f", 100 * ($6 - $5) / ($4 - $3)}' daemon_cpu.csv)"
+		put "cpass_$n" "$(awk -F, -v w="$w" '$1 == w {printf "%.0f", $8 / (($4 - $3) / 1e9)}' daemon_cpu.csv)"
+		put "bar_$n" "$(awk -F, -v w="$w" '$1 == w {n = split($14, f, ";"); for (i = 1; i < n; i++) if (f[i] == "barriers") printf "%.1f", 1e6 * ($6 - $5) / 1e9 / f[i + 1]}' daemon_cpu.csv)"
+	done
+fi
+
+# ---- getpid ------------------------------------------------------------------------------------------
+
+if [ -s getpid.csv ]; then
+	awk -F, 'NR > 1 {print $2, int($4 * 100)}' getpid.csv | summarize >getpid_summary.txt
+	base=$(awk '$1 == "none" {print $4}' getpid_summary.txt)
+	{
+		echo "# getpid() with and without the daemon"
+		echo
+		echo "A million \`syscall(SYS_getpid)\` per repetition, timed with CLOCK_THREAD_CPUTIME_ID, pinned"
+		echo "to the last CPU; conditions rotated, kernel.bpf_stats_enabled=0. ns per call over all"
+		echo "repetitions; *delta* is the median against *none*. *empty-program*: the baseline object's"
+		echo "empty raw_tp program on raw_syscalls/sys_enter alone."
+		echo
+		echo "| condition | repetitions | min | median | p90 | max | delta (median) |"
+		echo "|---|---:|---:|---:|---:|---:|---:|"
+		for c in none empty-program daemon-default daemon-sys_enter; do
+			awk -v c="$c" -v b="$base" '$1 == c {
+				printf "| %s | %d | %.1f | %.1f | %.1f | %.1f | %+.1f |\n", c, $2, $3 / 100, $4 / 100, $5 / 100, $7 / 100, ($4 - b) / 100 }' \
+				getpid_summary.txt
+		done
+	} >getpid.md
+	for c in empty-program daemon-default daemon-sys_enter; do
+		put "getpid_${c//-/_}" "$(awk -v c="$c" -v b="$base" '$1 == c {printf "%.1f", ($4 - b) / 100}' getpid_summary.txt)"
+	done
+	put getpid_none "$(awk '$1 == "none" {printf "%.1f", $4 / 100}' getpid_summary.txt)"
+fi
+
+# ---- BPF cost ----------------------------------------------------------------------------------------
+
+if [ -s bpf_cost.csv ]; then
+	awk -F, 'NR > 1 { k = $2 "|" $3; c[k] += $4; t[k] += $5
+		if ($4 > 0) { v = $5 / $4; if (!(k in lo) || v < lo[k]) lo[k] = v; if (v > hi[k]) hi[k] = v } }
+	END { for (k in c) printf "%s|%.0f|%.1f|%.1f|%.1f\n", k, c[k], c[k] ? t[k] / c[k] : 0, lo[k], hi[k] }' \
+		bpf_cost.csv | sort >bpf_summary.txt
+	{
+		echo "# BPF cost per hit"
+		echo
+		echo "\`run_time_ns / run_cnt\` with kernel.bpf_stats_enabled=1 (which adds its own two clock reads"
+		echo "per run to every figure alike). Each program measured alone on its tracepoint in rotating"
+		echo "windows: the daemon started with \`--tracepoint TP\` only, then stopped; the baseline"
+		echo "(\`baseline_stamp\`: \`slot->stamp = bpf_ktime_get_ns()\`, raw_tp) attached alone to the same"
+		echo "tracepoint; never both. Workload: a thread per CPU sleeping 200 µs in a loop. The daemon had"
+		echo "no waiter (disarmed), so no program signalled the ring buffer. ns per hit over all windows"
+		echo "(per-window range in parentheses). Target: within 25 % of the baseline."
+		echo
+		echo "| tracepoint | program | hits | ns/hit | baseline ns/hit | ratio | within 25 % |"
+		echo "|---|---|---:|---:|---:|---:|---|"
+		awk -F'|' '
+		$2 == "baseline_stamp" { base[$1] = $4; brange[$1] = $5 "–" $6; bhits[$1] = $3 }
+		{ row[++n] = $0 }
+		END {
+			for (i = 1; i <= n; i++) {
+				split(row[i], f, "|")
+				if (f[2] == "baseline_stamp") continue
+				tp = f[1]; bt = tp
+				if (tp ~ /idle tracking/) bt = "sched/sched_switch"
+				b = base[bt]
+				printf "| %s | %s | %d | %.0f (%.0f–%.0f) | %s (%s) | %s | %s |\n", tp, f[2], f[3], f[4], f[5], f[6],
+					b ? sprintf("%.0f", b) : "-", brange[bt], b ? sprintf("%.2f", f[4] / b) : "-",
+					b ? (f[4] <= 1.25 * b ? "yes" : "**no**") : "-"
+			}
+			for (t in base) printf "| %s | baseline_stamp | %d | %.0f (%s) | | | |\n", t, bhits[t], base[t], brange[t]
+		}' bpf_summary.txt
+	} >bpf_cost.md
+	put bpf_rows "$(awk -F'|' '$2 != "baseline_stamp" {printf "%s;", $0}' bpf_summary.txt)"
+	put bpf_base "$(awk -F'|' '$2 == "baseline_stamp" {printf "%s;", $0}' bpf_summary.txt)"
+fi
+
+# ---- CPU scaling model -------------------------------------------------------------------------------
+
+if [ -s cpu_scaling.csv ]; then
+	wake=$(awk -F, '$1 == "futex-wake-nowaiter" {print $4}' cpu_scaling.csv)
+	{
+		echo "# CPU scaling model: the daemon's pass against ncpu"
+		echo
+		echo "\`publisher_pass()\` (src/publisher.c, the daemon's own code) on simulated slot arrays and a"
+		echo "real state file of the right size; each pass timed alone, median µs, with FUTEX_WAKEs per"
+		echo "pass (the publisher's \`futex_wakes\` counter) in parentheses. A FUTEX_WAKE on a word nobody"
+		echo "waits on costs ${wake:-?} ns here."
+		echo
+		echo "* fold-quiet: nothing new (heartbeat fold on an idle machine)"
+		echo "* fold-one-new: one CPU has a new stamp, rotating (armed, loaded: one signal, one fold)"
+		echo "* fold-all-new: every CPU has a new stamp"
+		echo "* credit-all-idle: a credit pass (doorbell) with every CPU idle: all credited"
+		echo "* probe-64: the heartbeat's waiter probe (FUTEX_CMP_REQUEUE on the 2 global and 2 × 64 per-CPU words)"
+		echo
+		echo "| ncpu | file bytes | fold-quiet | fold-one-new | fold-all-new | credit-all-idle | probe-64 |"
+		echo "|---:|---:|---:|---:|---:|---:|---:|"
+		awk -F, 'NR > 1 && $1 != "futex-wake-nowaiter" {
+			m[$2, $1] = sprintf("%.1f (%.0f)", $4 / 1000, $7); fb[$2] = $8; if (!($2 in seen)) { seen[$2] = 1; order[++n] = $2 } }
+		END { for (i = 1; i <= n; i++) { c = order[i]
+			printf "| %d | %d | %s | %s | %s | %s | %s |\n", c, fb[c], m[c, "fold-quiet"], m[c, "fold-one-new"],
+				m[c, "fold-all-new"], m[c, "credit-all-idle"], m[c, "probe-64"] } }' cpu_scaling.csv
+		echo
+		awk -F, -v w="${wake:-300}" '$1 == "fold-all-new" && $2 == 4096 {
+			printf "At 4096 CPUs a pass that changes every CPU spends %.0f of its %.0f µs in %d FUTEX_WAKEs (%.0f ns each); the fold itself is %.0f ns per CPU.\n",
+				$7 * w / 1000, $4 / 1000, $7, w, ($4 - $7 * w) / $2 }
+			$1 == "fold-quiet" && $2 == 4096 { printf "A quiet fold costs %.1f ns per CPU.\n", $4 / $2 }' cpu_scaling.csv
+	} >cpu_scaling.md
+	for s in fold-quiet fold-one-new fold-all-new credit-all-idle; do
+		awk -F, -v s="$s" '$1 == s {print $2, $4 / 1000, $7}' cpu_scaling.csv >"plots/data/scaling_${s}.dat"
+	done
+	put model_all_4096 "$(awk -F, '$1 == "fold-all-new" && $2 == 4096 {print $4}' cpu_scaling.csv)"
+	put model_credit_2 "$(awk -F, '$1 == "credit-all-idle" && $2 == 2 {print $4}' cpu_scaling.csv)"
+	put model_credit_4096 "$(awk -F, '$1 == "credit-all-idle" && $2 == 4096 {print $4}' cpu_scaling.csv)"
+	put model_wake "${wake:-0}"
+fi
+
+# ---- summary -------------------------------------------------------------------------------------------
+
+# shellcheck disable=SC1091
+. ./summary.env
+v() { # NAME [default]: the value or "n/a"
+	local x=${!1:-}
+	echo "${x:-${2:-n/a}}"
+}
+ms() { # ns -> ms
+	[ -n "${1:-}" ] && [ "$1" != n/a ] && awk -v x="$1" 'BEGIN {printf "%.3f", x / 1e6}' || echo n/a
+}
+ratio() { # a b -> a/b
+	[ -n "${1:-}" ] && [ -n "${2:-}" ] && [ "$1" != n/a ] && [ "$2" != n/a ] && [ "$2" != 0 ] &&
+		awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f", a / b}' || echo n/a
+}
+ok() { # awk condition on a b
+	awk -v a="${2:-}" -v b="${3:-}" "BEGIN { if (a == \"\" || a == \"n/a\") { print \"n/a\"; exit } print ($1) ? \"met\" : \"**not met**\" }"
+}
+{
+	echo "# barrierd benchmark summary"
+	echo
+	[ -f machine.txt ] && sed 's/^/    /' machine.txt
+	echo
+	echo "| what | target (BRIEF §6) | measured | verdict |"
+	echo "|---|---|---|---|"
+	if [ -s latency.csv ]; then
+		lp50=$(v lat_loaded_bd_p50) lp99=$(v lat_loaded_bd_p99)
+		echo "| barrier latency, loaded: p50 / p99 | ≤ 1 ms / ≤ 5 ms | $(ms "$lp50") / $(ms "$lp99") ms | $(ok 'a <= 1e6' "$lp50") / $(ok 'a <= 5e6' "$lp99") |"
+		echo "| loaded, faster than membarrier(GLOBAL) at p50 / p99 | ≥ 10× / ≥ 3× | $(ratio "$(v lat_loaded_mb_p50)" "$lp50")× / $(ratio "$(v lat_loaded_mb_p99)" "$lp99")× (membarrier $(ms "$(v lat_loaded_mb_p50)") / $(ms "$(v lat_loaded_mb_p99)") ms) | $(ok 'a >= 10' "$(ratio "$(v lat_loaded_mb_p50)" "$lp50")") / $(ok 'a >= 3' "$(ratio "$(v lat_loaded_mb_p99)" "$lp99")") |"
+		ip50=$(v lat_idle_bd_p50) ip99=$(v lat_idle_bd_p99)
+		echo "| barrier latency, idle: p50 / p99 | ≤ 0.2 ms / ≤ 5 ms | $(ms "$ip50") / $(ms "$ip99") ms | $(ok 'a <= 2e5' "$ip50") / $(ok 'a <= 5e6' "$ip99") |"
+		echo "| idle, faster than membarrier(GLOBAL) at p50 | ≥ 25× | $(ratio "$(v lat_idle_mb_p50)" "$ip50")× (membarrier $(ms "$(v lat_idle_mb_p50)") / $(ms "$(v lat_idle_mb_p99)") ms) | $(ok 'a >= 25' "$(ratio "$(v lat_idle_mb_p50)" "$ip50")") |"
+		op50=$(v orig_idle_p50) op99=$(v orig_idle_p99) omb=$(v orig_idle_mb_p50)
+		echo "| idle, original-layout client (no doorbell): p50 / p99 | ≤ membarrier p50 / ≤ 20 ms | $(ms "$op50") (membarrier $(ms "$omb")) / $(ms "$op99") ms | $(ok 'a <= b' "$op50" "$omb") / $(ok 'a <= 2e7' "$op99") |"
+	fi
+	if [ -s notify.csv ]; then
+		for cond in idle loaded; do
+			n50=$(v "notify_${cond}_p50") n99=$(v "notify_${cond}_p99")
+			echo "| notification latency, $cond: p50 / p99 | ≤ 50 µs / ≤ 250 µs | $(us "$n50") / $(us "$n99") µs | $(ok 'a <= 5e4' "$n50") / $(ok 'a <= 2.5e5' "$n99") |"
+		done
+	fi
+	if [ -s ipi.csv ]; then
+		echo "| IPIs per barrier on CPU 1, waiter + daemon pinned to CPU 0, CAL/RES/IWI/TLB | 0 (expedited: 1) | CPU 1 idle: $(v ipi_pinned_idle); CPU 1 busy: $(v ipi_pinned_busy) (GLOBAL_EXPEDITED $(v ipi_exp_busy), PRIVATE_EXPEDITED $(v ipi_pexp_busy)) | see ipi.md |"
+		echo "| the doorbell's IPI (waiter CPU 0, daemon alone on CPU 1) | named | CPU 1 CAL/RES/IWI/TLB $(v ipi_split_daemon) per barrier; traced, sent by the waiter: $(v ipi_doorbell) | see ipi.md |"
+	fi
+	if [ -s bpf_cost.csv ]; then
+		echo "$(v bpf_rows)" | tr ';' '\n' | while IFS='|' read -r tp prog hits nsph _lo _hi; do
+			[ -n "$tp" ] || continue
+			bt=$tp
+			case $tp in *idle\ tracking*) bt=sched/sched_switch ;; esac
+			b=$(echo "$(v bpf_base)" | tr ';' '\n' | awk -F'|' -v t="$bt" '$1 == t {print $4}')
+			r=$(ratio "$nsph" "$b")
+			echo "| BPF cost per hit, $prog on $tp | ≤ 1.25 × baseline | $nsph ns vs $b ns (${r}×) | $(ok 'a <= 1.25' "$r") |"
+		done
+	fi
+	if [ -s getpid.csv ]; then
+		echo "| getpid delta: empty program / daemon default / + raw_syscalls/sys_enter | reported (empty 31–61 ns, original +85 ns) | $(v getpid_empty_program) / $(v getpid_daemon_default) / $(v getpid_daemon_sys_enter) ns (base $(v getpid_none) ns) | reported |"
+	fi
+	if [ -s daemon_cpu.csv ]; then
+		echo "| daemon CPU, idle machine, no waiters | ≤ 0.1 % | $(v cpu_idle_no_waiters) % | $(ok 'a <= 0.1' "$(v cpu_idle_no_waiters)") |"
+		echo "| daemon CPU, loaded: no waiters / a waiter doing 100 barriers/s | ≤ 0.5 % | $(v cpu_loaded_no_waiters) % / $(v cpu_loaded_waiter_100ps) % | $(ok 'a <= 0.5' "$(v cpu_loaded_no_waiters)") / $(ok 'a <= 0.5' "$(v cpu_loaded_waiter_100ps)") |"
+		echo "| daemon CPU, idle machine, a waiter doing 100 barriers/s | (none) | $(v cpu_idle_waiter_100ps) % ($(v bar_idle_waiter_100ps) µs per barrier) | - |"
+		echo "| daemon CPU, a waiter looping on barriers back to back: idle / loaded | (none) | $(v cpu_idle_waiter_loop) % ($(v bar_idle_waiter_loop) µs per barrier) / $(v cpu_loaded_waiter_loop) % ($(v bar_loaded_waiter_loop) µs per barrier) | - |"
+		echo "| daemon CPU under a doorbell flood (nobody) | bounded by --max-credit-rate (10 000/s) | $(v cpu_flood_default_rate) % at $(v cpass_flood_default_rate) credit passes/s; $(v cpu_flood_rate_1000) % at $(v cpass_flood_rate_1000)/s with the cap at 1000 | $(ok 'a <= 10000' "$(v cpass_flood_default_rate)") |"
+	fi
+	if [ -s waiters.csv ]; then
+		echo "| waiter scaling: advance → last of N sleeping threads running (1/10/100/1000) | (none) | $(us "$(v waiters_fanout_1 0)") / $(us "$(v waiters_fanout_10 0)") / $(us "$(v waiters_fanout_100 0)") / $(us "$(v waiters_fanout_1000 0)") µs | - |"
+	fi
+	if [ -s cpu_scaling.csv ]; then
+		echo "| CPU scaling: credit pass, all idle, 2 / 4096 CPUs | (none) | $(us "$(v model_credit_2 0)") / $(us "$(v model_credit_4096 0)") µs (FUTEX_WAKE $(v model_wake) ns each) | - |"
+	fi
+	echo
+	echo "Tables: latency.md, notify.md, ipi.md, waiters.md, daemon_cpu.md, getpid.md, bpf_cost.md,"
+	echo "cpu_scaling.md. Noise: noise.txt, machine_load.csv. Plots: plots/."
+} >summary.md
+
+# ---- plots ---------------------------------------------------------------------------------------------
+
+if ! command -v gnuplot >/dev/null; then
+	echo "report.sh: gnuplot not found (Debian: gnuplot-nox); no plots" >&2
+	exit 0
+fi
+term='set terminal pngcairo size 1100,700 font "DejaVu Sans,11" linewidth 1.5'
+common='set grid xtics mxtics ytics; set key bottom right box opaque; set yrange [0:1]; set ylabel "fraction of calls at or below"'
+plot_cdf() { # OUTPUT TITLE "file|label" ...
+	local outp=$1 title=$2 cmd="" sep=""
+	shift 2
+	for fl in "$@"; do
+		[ -s "${fl%%|*}" ] || continue
+		cmd="$cmd$sep'${fl%%|*}' using 1:2 with steps title '${fl#*|}'"
+		sep=", "
+	done
+	[ -n "$cmd" ] || return 0
+	gnuplot <<-EOF
+		$term
+		set output '$outp'
+		$common
+		set logscale x
+		set format x "%g"
+		set xlabel "latency (µs, log scale)"
+		set title "$title"
+		plot $cmd
+	EOF
+}
+methods="barrierd vtime membarrier-global private-expedited mprotect global-expedited original-layout"
+for cond in idle loaded; do
+	args=()
+	for m in $methods; do
+		args+=("plots/data/lat_${cond}_${m}.dat|$m")
+	done
+	plot_cdf "plots/latency_cdf_${cond}.png" "Barrier latency CDF, $cond machine (all methods, interleaved)" "${args[@]}"
+done
+for m in $methods; do
+	plot_cdf "plots/latency_cdf_${m}.png" "Barrier latency CDF: $m, idle and loaded" \
+		"plots/data/lat_idle_${m}.dat|idle" "plots/data/lat_loaded_${m}.dat|loaded (nice-19 spinner per CPU)"
+done
+plot_cdf plots/notify_cdf.png "Notification latency CDF (advance → waiter running)" \
+	"plots/data/notify_idle.dat|idle" "plots/data/notify_loaded.dat|loaded"
+if [ -s plots/data/waiters_fanout.dat ]; then
+	gnuplot <<-EOF
+		$term
+		set output 'plots/waiters.png'
+		set grid; set logscale xy; set format x "%g"; set format y "%g"; set key top left box opaque
+		set xlabel "threads blocked on one barrier"; set ylabel "µs (median)"
+		set title "Waiter scaling: time until the last thread runs"
+		plot 'plots/data/waiters_fanout.dat' using 1:(\$2 / 1000) with linespoints title 'fanout: advance → last thread running', \\
+		     'plots/data/waiters_library.dat' using 1:(\$2 / 1000) with linespoints title 'library: stamp → last barrierd_wait() returns'
+	EOF
+fi
+if [ -s plots/data/scaling_fold-quiet.dat ]; then
+	gnuplot <<-EOF
+		$term
+		set output 'plots/cpu_scaling.png'
+		set grid; set logscale xy; set format x "%g"; set format y "%g"; set key top left box opaque
+		set xlabel "ncpu (simulated)"; set ylabel "µs per pass (median)"
+		set title "Daemon pass cost against ncpu (publisher_pass on simulated slots)"
+		plot 'plots/data/scaling_fold-quiet.dat' using 1:2 with linespoints title 'fold, nothing new', \
+		     'plots/data/scaling_fold-one-new.dat' using 1:2 with linespoints title 'fold, one CPU new', \
+		     'plots/data/scaling_fold-all-new.dat' using 1:2 with linespoints title 'fold, every CPU new', \
+		     'plots/data/scaling_credit-all-idle.dat' using 1:2 with linespoints title 'credit pass, every CPU idle'
+	EOF
+fi
+echo "report.sh: $(pwd)/summary.md and $(ls plots/*.png 2>/dev/null | wc -l) plots"

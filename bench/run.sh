@@ -1,0 +1,517 @@
+#!/usr/bin/env bash
+# barrierd's benchmark harness: every BRIEF §6 measurement, side by side in one run.
+#
+#   sudo bench/run.sh [BUILD_DIR]          (default ./build; builds nothing itself)
+#
+# Needs root, a built tree (cmake --build BUILD_DIR) and, for the plots, gnuplot (Debian
+# gnuplot-nox).  Takes about 7 minutes on a 2-CPU machine (BENCH_QUICK=1: about 2 minutes, with
+# fewer samples).  Starts its own daemon on a temporary state path and leaves nothing running.
+# Results: bench/results/<timestamp>/ (or $BENCH_OUT): raw CSVs, one markdown table per
+# measurement, summary.md (the targets against the figures) and PNG plots, made by
+# bench/report.sh, which can be re-run on a results directory alone.
+#
+# Sections (docs/PERFORMANCE.md explains each):
+#   1 latency    barrier latency of barrierd, vtime, membarrier GLOBAL / GLOBAL_EXPEDITED /
+#                PRIVATE_EXPEDITED and the mprotect trick (barrierctl bench --csv), a client of
+#                the original layout against membarrier GLOBAL, and the notification latency;
+#                idle and loaded blocks interleaved
+#   2 ipi        IPIs per barrier per CPU and kind, waiter and daemon pinned to CPU 0, counting
+#                CPU 1; then the daemon on CPU 1 alone, to name the doorbell's IPI; then who
+#                sends which IPI (ipi tracepoints) with the waiter and daemon placed four ways
+#   3 waiters    1, 10, 100, 1000 threads blocked on one barrier
+#   4 cpu        daemon CPU (schedstat): idle and loaded, each with no waiter, a waiter doing 100
+#                barriers/s and one looping; a doorbell flood by user nobody at the default and
+#                a lower --max-credit-rate
+#   5 getpid     getpid() cost: no daemon, empty program, daemon default, daemon + sys_enter
+#   6 bpf        BPF cost per hit per program and tracepoint against a baseline program, each
+#                alone in rotating windows (kernel.bpf_stats_enabled=1 for this section only)
+#   7 model      the daemon's per-pass cost against ncpu (1..4096) on simulated slot arrays
+# BENCH_SECTIONS="1 2 ..." runs a subset (for development; a full run is all of them).
+set -euo pipefail
+
+die() {
+	echo "run.sh: $*" >&2
+	exit 1
+}
+
+[ "$(id -u)" -eq 0 ] || die "needs root (it loads BPF programs and runs the daemon)"
+src=$(cd "$(dirname "$0")/.." && pwd)
+build_arg=${1:-build}
+[ -d "$build_arg" ] || die "no build directory '$build_arg' (cmake -S . -B build && cmake --build build)"
+build=$(cd "$build_arg" && pwd)
+for f in src/barrierd src/barrierctl bench/bench_notify bench/bench_ipi bench/bench_waiters \
+	bench/bench_util bench/bench_flood bench/bench_orig bench/bench_getpid bench/bench_bpf \
+	bench/bench_model; do
+	[ -x "$build/$f" ] || die "$build/$f is missing: build the tree first (cmake --build $build_arg)"
+done
+for t in taskset setpriv od awk sort nice; do
+	command -v "$t" >/dev/null || die "$t is missing"
+done
+
+quick=${BENCH_QUICK:-0}
+sections=${BENCH_SECTIONS:-1 2 3 4 5 6 7}
+scale() { # full quick
+	if [ "$quick" = 1 ]; then echo "$2"; else echo "$1"; fi
+}
+want() {
+	case " $sections " in *" $1 "*) return 0 ;; *) return 1 ;; esac
+}
+
+stamp=$(date +%Y%m%d-%H%M%S)
+out=${BENCH_OUT:-$src/bench/results/$stamp}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+tmp=$(mktemp -d /tmp/barrierd-bench.XXXXXX)
+chmod 0755 "$tmp" # user nobody maps the state file in the flood
+state=$tmp/state
+
+daemon_pid=""
+spin_pids=()
+bg_pids=()
+stats_saved=""
+
+log() {
+	printf '[%s] %s\n' "$(date +%T)" "$*" | tee -a "$out/run.log"
+}
+
+cleanup() {
+	local rc=$?
+	set +e
+	for p in "${bg_pids[@]}" "${spin_pids[@]}"; do
+		kill "$p" 2>/dev/null
+	done
+	if [ -n "$daemon_pid" ]; then
+		kill -TERM "$daemon_pid" 2>/dev/null
+	fi
+	wait 2>/dev/null
+	if [ -n "$stats_saved" ]; then
+		sysctl -q -w kernel.bpf_stats_enabled="$stats_saved" >/dev/null
+	fi
+	[ -f "$tmp/daemon.log" ] && cp "$tmp/daemon.log" "$out/daemon.log"
+	rm -rf "$tmp"
+	if [ "$rc" -ne 0 ]; then
+		echo "run.sh: failed (exit $rc); partial results in $out" >&2
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---- helpers ------------------------------------------------------------------------------
+
+# The online CPUs, one per line ("0-1,3" -> 0 1 3).
+cpus=$(awk -F, '{for (i = 1; i <= NF; i++) {n = split($i, r, "-"); a = r[1]; b = n > 1 ? r[2] : r[1];
+	for (c = a; c <= b; c++) print c}}' /sys/devices/system/cpu/online)
+ncpu=$(echo "$cpus" | wc -l)
+[ "$ncpu" -ge 2 ] || die "needs at least 2 online CPUs (the IPI section counts CPU 1)"
+all_cpus=$(echo "$cpus" | paste -sd, -)
+
+rd64() { # FILE OFFSET: one little-endian u64
+	od -A n -t u8 -j "$2" -N 8 "$1" | tr -d ' '
+}
+
+start_daemon() { # [barrierd options]
+	"$build/src/barrierd" --state "$state" "$@" 2>>"$tmp/daemon.log" &
+	daemon_pid=$!
+	local i
+	for i in $(seq 200); do
+		if [ -s "$state" ] && [ $(($(rd64 "$state" 56) & 1)) -eq 1 ] &&
+			[ "$(rd64 "$state" 88)" = "$daemon_pid" ]; then
+			return 0
+		fi
+		kill -0 "$daemon_pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	tail -5 "$tmp/daemon.log" >&2
+	die "the daemon did not start (barrierd $*)"
+}
+
+stop_daemon() {
+	if [ -n "$daemon_pid" ]; then
+		kill -TERM "$daemon_pid" 2>/dev/null || true
+		wait "$daemon_pid" 2>/dev/null || true
+		daemon_pid=""
+	fi
+}
+
+# Wait (at most 5 s) until the daemon has disarmed its watermark: nobody waited for 1 s.
+wait_disarmed() {
+	local i
+	for i in $(seq 100); do
+		[ $(($(rd64 "$state" 56) & 4)) -eq 0 ] && return 0
+		sleep 0.05
+	done
+	log "note: the daemon stayed armed (someone waits on $state?)"
+}
+
+start_spinners() { # a nice-19 spinner pinned on every CPU, as barrierctl bench --load
+	local c
+	for c in $cpus; do
+		taskset -c "$c" nice -n 19 sh -c 'while :; do :; done' &
+		spin_pids+=($!)
+	done
+}
+
+stop_spinners() {
+	local p
+	for p in "${spin_pids[@]}"; do
+		kill "$p" 2>/dev/null || true
+	done
+	for p in "${spin_pids[@]}"; do
+		wait "$p" 2>/dev/null || true
+	done
+	spin_pids=()
+}
+
+# Sum of sum_exec_runtime (ns) over every thread of a process: precise, unlike utime/stime ticks.
+sched_ns() { # PID
+	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f\n", s}'
+}
+
+# Machine-wide /proc/stat: "busy_jiffies steal_jiffies total_jiffies".
+machine_stat() {
+	awk '/^cpu / {t = 0; for (i = 2; i <= NF; i++) t += $i;
+		print t - $5 - $6, $9, t; exit}' /proc/stat
+}
+
+machine_busy_pct() { # "BEFORE" "AFTER" -> "busy% steal%"
+	echo "$1 $2" | awk '{dt = $6 - $3; if (dt <= 0) dt = 1;
+		printf "%.2f %.2f\n", 100 * ($4 - $1) / dt, 100 * ($5 - $2) / dt}'
+}
+
+ext_off() {
+	rd64 "$state" 120
+}
+
+# What else runs: recorded at the start and the end of the run (noise).
+snapshot_machine() { # LABEL
+	{
+		echo "== $1 $(date -Is)"
+		echo "loadavg: $(cat /proc/loadavg)"
+		echo "kernel.bpf_stats_enabled: $(cat /proc/sys/kernel/bpf_stats_enabled)"
+		echo "other barrierd daemons: $(pgrep -x barrierd | grep -vx "${daemon_pid:-0}" | paste -sd' ' - || true)"
+		echo "top processes by CPU:"
+		ps -eo pid,pcpu,etimes,comm --sort=-pcpu | head -8
+	} >>"$out/noise.txt"
+}
+
+# ---- the machine ----------------------------------------------------------------------------
+
+{
+	echo "date: $(date -Is)"
+	echo "kernel: $(uname -r) ($(uname -v))"
+	echo "cpu: $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo), $ncpu online CPUs ($all_cpus)"
+	echo "hypervisor: $(lscpu 2>/dev/null | awk -F': *' '/Hypervisor vendor/ {print $2}')"
+	if [ -r /proc/config.gz ]; then
+		echo "config: $(zcat /proc/config.gz | grep -E '^CONFIG_(HZ|NO_HZ_IDLE|NO_HZ_FULL|PREEMPT_DYNAMIC|PREEMPT_RCU|RCU_LAZY)=' | paste -sd' ' -)"
+	fi
+	echo "clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+	echo "build: $build"
+	echo "commit: $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$src" diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
+	echo "quick: $quick"
+} >"$out/machine.txt"
+: >"$out/noise.txt"
+snapshot_machine start
+log "results in $out"
+cat "$out/machine.txt" | tee -a "$out/run.log"
+
+start_daemon
+log "daemon $daemon_pid on $state"
+
+# ---- 1: latency, idle and loaded interleaved ---------------------------------------------------
+
+if want 1; then
+	blocks=$(scale 5 2)
+	rounds=$(scale 300 60)
+	orounds=$(scale 100 25)
+	nsamples=$(scale 200 50)
+	echo "cond,block,method,index,latency_ns,cal,res,iwi,tlb" >"$out/latency.csv"
+	for b in $(seq "$blocks"); do
+		# Alternate which condition comes first, so neither always follows the other.
+		if [ $((b % 2)) -eq 1 ]; then order="idle loaded"; else order="loaded idle"; fi
+		for cond in $order; do
+			log "latency block $b/$blocks: $cond"
+			s0=$(machine_stat)
+			load_opt=()
+			[ "$cond" = loaded ] && load_opt=(--load)
+			"$build/src/barrierctl" bench --state "$state" -n "$rounds" "${load_opt[@]}" \
+				--csv "$tmp/bench.csv" >>"$out/barrierctl.txt"
+			awk -v c="$cond" -v b="$b" -F, 'NR > 1 {print c "," b "," $0}' "$tmp/bench.csv" \
+				>>"$out/latency.csv"
+			[ "$cond" = loaded ] && start_spinners
+			"$build/bench/bench_orig" "$state" "$orounds" "$cond" "$out/orig.csv"
+			"$build/bench/bench_notify" "$state" "$nsamples" "$cond" "$out/notify.csv" \
+				>>"$out/run.log"
+			[ "$cond" = loaded ] && stop_spinners
+			echo "latency,$cond,$b,$(machine_busy_pct "$s0" "$(machine_stat)" | tr ' ' ,)" \
+				>>"$out/machine_load.csv"
+		done
+	done
+fi
+
+# ---- 2: IPIs ------------------------------------------------------------------------------------
+
+# Run a barrier loop with ipi:ipi_send_cpu and ipi:ipi_send_cpumask traced in a tracefs instance
+# of our own; one ipi_trace.csv row per sender, target and call site.
+ipi_trace() { # LABEL SECONDS command...
+	local label=$1 secs=$2 inst=/sys/kernel/tracing/instances/barrierd-bench-$$ n
+	shift 2
+	if [ ! -d /sys/kernel/tracing/instances ] || ! mkdir "$inst" 2>/dev/null; then
+		log "note: no tracefs instance; IPI senders not traced"
+		"$@" >/dev/null
+		return 0
+	fi
+	echo 1 >"$inst/events/ipi/ipi_send_cpu/enable"
+	echo 1 >"$inst/events/ipi/ipi_send_cpumask/enable" 2>/dev/null || true
+	log "IPI trace: $label"
+	n=$("$@" | awk '{for (i = 1; i < NF; i++) if ($i == "barriers") print $(i + 1)}')
+	echo 0 >"$inst/tracing_on"
+	awk -v label="$label" -v n="$n" '
+		BEGIN { gsub(",", ";", label) }
+		/ipi_send_cpu(mask)?:/ {
+			if (!match($0, /\[[0-9]+\]/)) next
+			cpu = substr($0, RSTART + 1, RLENGTH - 2) + 0
+			comm = substr($0, 1, RSTART - 1); sub(/^ +/, "", comm); sub(/ +$/, "", comm); sub(/-[0-9]+$/, "", comm)
+			tgt = ""; cs = ""; cb = ""
+			for (i = 1; i <= NF; i++) {
+				if ($i ~ /^cpu=/) tgt = substr($i, 5)
+				if ($i ~ /^cpumask=/) tgt = "mask " substr($i, 9)
+				if ($i ~ /^callsite=/) cs = substr($i, 10)
+				if ($i ~ /^callback=/) cb = substr($i, 10)
+			}
+			gsub(",", ";", comm); gsub(",", ";", tgt)
+			c[comm "," cpu "," tgt "," cs "," cb]++
+		}
+		END { for (k in c) print label "," n "," k "," c[k] }' "$inst/trace" | sort -t, -k8,8nr >>"$out/ipi_trace.csv"
+	rmdir "$inst"
+}
+
+if want 2; then
+	first=$(echo "$cpus" | sed -n 1p)
+	second=$(echo "$cpus" | sed -n 2p)
+	log "IPIs: waiter and daemon pinned to CPU $first, counting CPU $second"
+	taskset -a -p -c "$first" "$daemon_pid" >/dev/null
+	wait_disarmed
+	s0=$(machine_stat)
+	"$build/bench/bench_ipi" "$state" "$out/ipi.csv" --label pinned --caller "$first" \
+		--target "$second" --calls 200 --rounds "$(scale 4 2)"
+	log "IPIs: waiter on CPU $first, daemon alone on CPU $second (the doorbell's IPI)"
+	taskset -a -p -c "$second" "$daemon_pid" >/dev/null
+	"$build/bench/bench_ipi" "$state" "$out/ipi.csv" --label split --caller "$first" \
+		--target "$second" --calls 200 --rounds "$(scale 4 2)" --methods barrierd --conds idle
+	taskset -a -p -c "$all_cpus" "$daemon_pid" >/dev/null
+	echo "ipi,all,0,$(machine_busy_pct "$s0" "$(machine_stat)" | tr ' ' ,)" >>"$out/machine_load.csv"
+
+	# Who sends which IPI, from the ipi tracepoints (a private tracefs instance): a waiter doing
+	# 100 barriers/s in four placements.
+	echo "config,barriers,sender_comm,sender_cpu,target,callsite,callback,count" >"$out/ipi_trace.csv"
+	secs=$(scale 3 2)
+	taskset -a -p -c "$second" "$daemon_pid" >/dev/null
+	wait_disarmed
+	ipi_trace "split: waiter CPU $first, daemon CPU $second" "$secs" taskset -c "$first" \
+		"$build/bench/bench_util" loop "$state" "$secs" 100
+	taskset -a -p -c "$first" "$daemon_pid" >/dev/null
+	taskset -c "$second" nice -n 19 sh -c 'while :; do :; done' &
+	spin_pids+=($!)
+	wait_disarmed
+	ipi_trace "pinned: waiter and daemon CPU $first, spinner on CPU $second" "$secs" \
+		taskset -c "$first" "$build/bench/bench_util" loop "$state" "$secs" 100
+	stop_spinners
+	taskset -a -p -c "$all_cpus" "$daemon_pid" >/dev/null
+	wait_disarmed
+	ipi_trace "unpinned, idle" "$secs" "$build/bench/bench_util" loop "$state" "$secs" 100
+	start_spinners
+	wait_disarmed
+	ipi_trace "unpinned, loaded" "$secs" "$build/bench/bench_util" loop "$state" "$secs" 100
+	stop_spinners
+fi
+
+# ---- 3: waiter scaling ---------------------------------------------------------------------------
+
+if want 3; then
+	# No slow idle credit: with it the daemon may pass the fan-out's future stamp before the ring.
+	stop_daemon
+	start_daemon --idle-credit-interval 60000
+	for n in 1 10 100 1000; do
+		log "waiter scaling: $n threads"
+		s0=$(machine_stat)
+		"$build/bench/bench_waiters" "$state" "$n" "$(scale 20 5)" "$out/waiters.csv"
+		echo "waiters,$n,0,$(machine_busy_pct "$s0" "$(machine_stat)" | tr ' ' ,)" >>"$out/machine_load.csv"
+	done
+	stop_daemon
+	start_daemon
+fi
+
+# ---- 4: daemon CPU -------------------------------------------------------------------------------
+
+# Ring-buffer signals and evidence events so far, summed over the daemon's slots: "signals events".
+slot_counts() {
+	"$build/bench/bench_bpf" slots "$daemon_pid" | awk '{g += $8; e += $6} END {printf "%.0f %.0f\n", g, e}'
+}
+
+# One window: the daemon's CPU time, its passes, credit passes and rings, the machine's load.
+cpu_window() { # NAME SECONDS RATE_CAP [command...]
+	local name=$1 secs=$2 cap=$3
+	shift 3
+	local x t0 t1 c0 c1 p0 p1 cp0 cp1 r0 r1 s0 s1 g0 g1 e0 e1 extra=""
+	x=$(ext_off)
+	s0=$(machine_stat)
+	read -r g0 e0 < <(slot_counts)
+	c0=$(sched_ns "$daemon_pid")
+	p0=$(rd64 "$state" $((x + 32)))
+	cp0=$(rd64 "$state" $((x + 40)))
+	r0=$(rd64 "$state" $((x + 48)))
+	t0=$(date +%s%N)
+	if [ $# -gt 0 ]; then
+		extra=$("$@" | tail -1 | tr ' ' ';')
+	else
+		sleep "$secs"
+	fi
+	t1=$(date +%s%N)
+	c1=$(sched_ns "$daemon_pid")
+	p1=$(rd64 "$state" $((x + 32)))
+	cp1=$(rd64 "$state" $((x + 40)))
+	r1=$(rd64 "$state" $((x + 48)))
+	s1=$(machine_stat)
+	read -r g1 e1 < <(slot_counts)
+	echo "$name,$cap,$t0,$t1,$c0,$c1,$((p1 - p0)),$((cp1 - cp0)),$((r1 - r0)),$(machine_busy_pct "$s0" "$s1" | tr ' ' ,),$((g1 - g0)),$((e1 - e0)),$extra" \
+		>>"$out/daemon_cpu.csv"
+	log "daemon CPU, $name: $(awk -v a="$c0" -v b="$c1" -v t="$t0" -v u="$t1" 'BEGIN {printf "%.4f %%", 100 * (b - a) / (u - t)}')"
+}
+
+if want 4; then
+	echo "window,max_credit_rate,t0_ns,t1_ns,cpu0_ns,cpu1_ns,passes,credit_passes,rings,machine_busy_pct,machine_steal_pct,signals,events,client" \
+		>"$out/daemon_cpu.csv"
+	cp "$build/bench/bench_flood" "$tmp/bench_flood"
+	chmod 0755 "$tmp/bench_flood"
+	wait_disarmed
+	sleep 1
+	cpu_window idle-no-waiters "$(scale 60 10)" 10000
+	cpu_window idle-waiter-100/s "$(scale 15 5)" 10000 "$build/bench/bench_util" loop "$state" "$(scale 15 5)" 100
+	cpu_window idle-waiter-loop "$(scale 15 5)" 10000 "$build/bench/bench_util" loop "$state" "$(scale 15 5)"
+	start_spinners
+	wait_disarmed
+	sleep 1
+	cpu_window loaded-no-waiters "$(scale 15 5)" 10000
+	cpu_window loaded-waiter-100/s "$(scale 15 5)" 10000 "$build/bench/bench_util" loop "$state" "$(scale 15 5)" 100
+	cpu_window loaded-waiter-loop "$(scale 15 5)" 10000 "$build/bench/bench_util" loop "$state" "$(scale 15 5)"
+	stop_spinners
+	cpu_window flood-default-rate "$(scale 15 5)" 10000 \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$tmp/bench_flood" "$state" "$(scale 15 5)"
+	stop_daemon
+	start_daemon --max-credit-rate 1000
+	cpu_window flood-rate-1000 "$(scale 10 5)" 1000 \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$tmp/bench_flood" "$state" "$(scale 10 5)"
+	stop_daemon
+	start_daemon
+fi
+
+# ---- 5: getpid ----------------------------------------------------------------------------------
+
+if want 5; then
+	stats_saved=$(cat /proc/sys/kernel/bpf_stats_enabled)
+	sysctl -q -w kernel.bpf_stats_enabled=0 >/dev/null # its accounting would be in the figure
+	last=$(echo "$cpus" | tail -1)
+	echo "rotation,condition,rep,ns_per_call" >"$out/getpid.csv"
+	stop_daemon
+	for r in $(seq "$(scale 3 1)"); do
+		for cond in none empty-program daemon-default daemon-sys_enter; do
+			log "getpid rotation $r: $cond"
+			case $cond in
+			empty-program)
+				"$build/bench/bench_bpf" attach empty raw_syscalls/sys_enter 0 >"$tmp/empty.out" &
+				bg_pids+=($!)
+				for _ in $(seq 100); do grep -q attached "$tmp/empty.out" && break; sleep 0.05; done
+				;;
+			daemon-default) start_daemon ;;
+			daemon-sys_enter)
+				start_daemon --tracepoint irq/softirq_entry --tracepoint irq_vectors/local_timer_entry \
+					--tracepoint sched/sched_switch --tracepoint raw_syscalls/sys_enter
+				;;
+			esac
+			sleep 0.5
+			"$build/bench/bench_getpid" --cpu "$last" --reps 5 --calls 1000000 |
+				awk -v r="$r" -v c="$cond" '$1 == "rep" {print r "," c "," $2 "," $3}' >>"$out/getpid.csv"
+			case $cond in
+			empty-program)
+				kill "${bg_pids[-1]}"
+				wait "${bg_pids[-1]}" || true
+				unset 'bg_pids[-1]'
+				;;
+			daemon-*) stop_daemon ;;
+			esac
+		done
+	done
+	sysctl -q -w kernel.bpf_stats_enabled="$stats_saved" >/dev/null
+	stats_saved=""
+	start_daemon
+fi
+
+# ---- 6: BPF cost per hit -------------------------------------------------------------------------
+
+if want 6; then
+	stats_saved=$(cat /proc/sys/kernel/bpf_stats_enabled)
+	sysctl -q -w kernel.bpf_stats_enabled=1 >/dev/null
+	win=$(scale 3 1)
+	rots=$(scale 2 1)
+	stop_daemon
+	# A steady stream of events on every CPU: a thread per CPU sleeping 200 us in a loop.
+	"$build/bench/bench_util" churn 100000 &
+	bg_pids+=($!)
+	churn_pid=$!
+	echo "rotation,tracepoint,program,run_cnt,run_time_ns,seconds" >"$out/bpf_cost.csv"
+	for r in $(seq "$rots"); do
+		for tp in irq/softirq_entry irq_vectors/local_timer_entry sched/sched_switch raw_syscalls/sys_enter; do
+			if [ $((r % 2)) -eq 1 ]; then order="daemon baseline"; else order="baseline daemon"; fi
+			for who in $order; do
+				log "BPF cost rotation $r: $tp, $who alone"
+				if [ "$who" = baseline ]; then
+					"$build/bench/bench_bpf" attach stamp "$tp" "$win" |
+						awk -v r="$r" -v tp="$tp" '{print r "," tp "," $1 "," $3 "," $4 "," $5}' \
+							>>"$out/bpf_cost.csv"
+					continue
+				fi
+				start_daemon --tracepoint "$tp"
+				"$build/bench/bench_bpf" stats "$daemon_pid" >"$tmp/s0"
+				t0=$(date +%s%N)
+				sleep "$win"
+				"$build/bench/bench_bpf" stats "$daemon_pid" >"$tmp/s1"
+				t1=$(date +%s%N)
+				stop_daemon
+				# barrierd_switch tracks idle on every configuration; it stamps only on
+				# sched_switch's own window.
+				awk -v r="$r" -v tp="$tp" -v secs="$(((t1 - t0) / 1000000))" '
+					NR == FNR {c[$2] = $3; t[$2] = $4; next}
+					($1 == "barrierd_event" || $1 == "barrierd_switch") && ($2 in c) {
+						where = tp
+						if ($1 == "barrierd_switch" && tp != "sched/sched_switch")
+							where = "sched/sched_switch (idle tracking only)"
+						if ($1 == "barrierd_event" && tp == "sched/sched_switch")
+							next
+						printf "%s,%s,%s,%.0f,%.0f,%.3f\n", r, where, $1, $3 - c[$2], $4 - t[$2], secs / 1000
+					}' "$tmp/s0" "$tmp/s1" >>"$out/bpf_cost.csv"
+			done
+		done
+	done
+	kill "$churn_pid" 2>/dev/null || true
+	wait "$churn_pid" 2>/dev/null || true
+	unset 'bg_pids[-1]'
+	sysctl -q -w kernel.bpf_stats_enabled="$stats_saved" >/dev/null
+	stats_saved=""
+	start_daemon
+fi
+
+# ---- 7: CPU scaling model --------------------------------------------------------------------------
+
+if want 7; then
+	log "CPU scaling model: publisher_pass() on simulated slot arrays, ncpu 1..4096"
+	rm -f "$out/cpu_scaling.csv"
+	"$build/bench/bench_model" "$out/cpu_scaling.csv" 4096
+fi
+
+stop_daemon
+snapshot_machine end
+log "measurements done; tables and plots"
+"$src/bench/report.sh" "$out"
+log "done: $out/summary.md"

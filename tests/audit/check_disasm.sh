@@ -1,0 +1,111 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# Machine-code checks for orderings whose windows are nanoseconds wide, which no black-box test
+# can see (docs/DESIGN.md, "How soundness is checked").  They read what the compiler emitted,
+# so an "optimisation" of a fence or a locked instruction cannot slip through.
+#
+#   check_disasm.sh stamp  LIBBARRIERD   rule 5: barrierd_stamp_ns executes MFENCE then LFENCE
+#                                        before its clock call; barrierd_stamp_vtime executes
+#                                        MFENCE before its loads
+#   check_disasm.sh daemon BARRIERD      rules 2 and 3: publisher_pass reads the idle words with
+#                                        a locked instruction, and its credit sequence is a
+#                                        clock call, LFENCE, MFENCE in straight-line code
+#
+# Exit status: 0 the code has the ordering, 1 it does not (a finding), 2 the check could not run.
+
+mode=$1
+file=$2
+if [ -z "$mode" ] || [ ! -r "$file" ]; then
+	echo "usage: $0 stamp|daemon FILE" >&2
+	exit 2
+fi
+command -v objdump >/dev/null 2>&1 || { echo "objdump not found" >&2; exit 2; }
+
+# The instructions of one function, one per line, without addresses or encodings.
+body() {
+	objdump -d --no-show-raw-insn "$file" | awk -v f="$1" '
+		$0 ~ "<" f ">:$" { p = 1; next }
+		p && /^$/ { exit }
+		p { sub(/^[ \t]*[0-9a-f]+:[ \t]*/, ""); print }'
+}
+
+fail=0
+case $mode in
+stamp)
+	b=$(body barrierd_stamp_ns)
+	[ -n "$b" ] || { echo "barrierd_stamp_ns not found in $file" >&2; exit 2; }
+	# MFENCE, then LFENCE, both before the first call that reads the clock.
+	r=$(printf '%s\n' "$b" | awk '
+		/^call.*<(bd_clock_raw|clock_gettime[^>]*|__vdso_clock_gettime)>/ {
+			print (l ? "ok" : "nofence"); done = 1; exit
+		}
+		/^mfence/ { m = 1 }
+		/^lfence/ { if (m) l = 1 }
+		END { if (!done) print "noclock" }')
+	case $r in
+	ok) echo "barrierd_stamp_ns: MFENCE; LFENCE before the clock read" ;;
+	nofence)
+		echo "FAIL barrierd_stamp_ns: the clock is read without MFENCE then LFENCE before it" \
+			"(rule 5)"
+		fail=1
+		;;
+	*) echo "barrierd_stamp_ns: no clock call found" >&2; exit 2 ;;
+	esac
+	printf '%s\n' "$b" | sed 's/^/    /'
+
+	b=$(body barrierd_stamp_vtime)
+	[ -n "$b" ] || { echo "barrierd_stamp_vtime not found in $file" >&2; exit 2; }
+	# MFENCE before the first load from memory (the handle, then the file's vtime).
+	r=$(printf '%s\n' "$b" | awk '
+		/^mfence/ { print "ok"; exit }
+		/^mov[a-z]* +[^,]*\(/ { print "nofence"; exit }
+		/^ret/ { print "nofence"; exit }')
+	if [ "$r" = ok ]; then
+		echo "barrierd_stamp_vtime: MFENCE before the vtime load"
+	else
+		echo "FAIL barrierd_stamp_vtime: vtime is loaded without an MFENCE before it (rule 5)"
+		fail=1
+	fi
+	printf '%s\n' "$b" | sed 's/^/    /'
+	;;
+daemon)
+	b=$(body publisher_pass)
+	[ -n "$b" ] || { echo "publisher_pass not found in $file" >&2; exit 2; }
+	# A locked read-modify-write: the idle words' RMW (rule 2).  A seq_cst load is a plain MOV.
+	n=$(printf '%s\n' "$b" | grep -c -E '^(lock |xchg +%[a-z0-9]+,[^,]*\()')
+	if [ "$n" -gt 0 ]; then
+		echo "publisher_pass: $n locked instruction(s):"
+		printf '%s\n' "$b" | grep -E '^(lock |xchg +%[a-z0-9]+,[^,]*\()' | sed 's/^/    /'
+	else
+		echo "FAIL publisher_pass: no locked instruction: the idle word is not read with a" \
+			"locked RMW (rule 2)"
+		fail=1
+	fi
+	# The credit sequence: the clock, LFENCE, MFENCE, with no branch or call in between, so
+	# that nothing after it (the online mask's read, the RMWs) can come before the fences.
+	r=$(printf '%s\n' "$b" | awk '
+		/^call.*<(clock_gettime[^>]*|mono_ns)>/ { w = 1; l = 0; seq = "    " $0; next }
+		w { seq = seq "\n    " $0 }
+		w && /^lfence/ { l = 1; next }
+		w && l && /^mfence/ { print "ok"; print seq; found = 1; exit }
+		w && /^(j[a-z]+|call|ret)/ { w = 0 }
+		END { if (!found) print "no" }')
+	case $r in
+	ok*)
+		echo "publisher_pass: clock read, LFENCE, MFENCE in straight-line code (rules 2, 3):"
+		printf '%s\n' "$r" | sed 1d
+		;;
+	*)
+		echo "FAIL publisher_pass: no clock read followed by LFENCE then MFENCE before the" \
+			"next branch (rule 3's drain)"
+		fail=1
+		;;
+	esac
+	;;
+*)
+	echo "unknown mode $mode" >&2
+	exit 2
+	;;
+esac
+exit $fail

@@ -1,0 +1,660 @@
+// SPDX-License-Identifier: MIT
+/* The evidence audit's recorder, user-space side: load, attach, drain, and answer queries. */
+#include "recorder.h"
+#include "audit_record.h"
+#include "audit_recorder.skel.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+uint64_t rec_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_us(long us)
+{
+	struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* The first fatal problem wins: later ones are usually its consequences. */
+static void rec_fail(struct recorder *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (r->error[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(r->error, sizeof(r->error), fmt, ap);
+	va_end(ap);
+}
+
+/* Parse a sysfs CPU list ("0-3,5") into a byte mask; returns the highest id + 1 seen. */
+static int parse_cpu_list(const char *path, uint8_t *mask, int n)
+{
+	char buf[4096];
+	int fd = open(path, O_RDONLY | O_CLOEXEC), hi = 0;
+	ssize_t len;
+	char *p = buf;
+
+	if (fd < 0)
+		return -errno;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return -EIO;
+	buf[len] = 0;
+	if (mask)
+		memset(mask, 0, (size_t)n);
+	while (*p && *p != '\n') {
+		char *end;
+		long a = strtol(p, &end, 10), b = a;
+
+		if (end == p)
+			return -EIO;
+		if (*end == '-')
+			b = strtol(end + 1, &end, 10);
+		for (long c = a; c <= b; c++) {
+			if (mask && c < n)
+				mask[c] = 1;
+			hi = (int)c + 1 > hi ? (int)c + 1 : hi;
+		}
+		p = *end == ',' ? end + 1 : end;
+	}
+	return hi;
+}
+
+int rec_possible_cpus(void)
+{
+	int n = parse_cpu_list("/sys/devices/system/cpu/possible", NULL, 0);
+
+	return n > AUDIT_MAX_CPUS ? -E2BIG : n;
+}
+
+int rec_online_cpus(uint8_t *online, int ncpu)
+{
+	int n = parse_cpu_list("/sys/devices/system/cpu/online", online, ncpu);
+
+	return n < 0 ? n : 0;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	void *q;
+	size_t c = *cap ? *cap : 1024;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need)
+		c *= 2;
+	q = realloc(*p, c * elem);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = c;
+	return 0;
+}
+
+/* Sequence numbers: every number below next_seq has arrived; `ahead` holds early arrivals. */
+static int note_seq(struct rec_log *l, uint32_t seq)
+{
+	if (seq == (uint32_t)l->next_seq) {
+		bool moved = true;
+
+		l->next_seq++;
+		while (moved) {
+			moved = false;
+			for (unsigned i = 0; i < l->n_ahead; i++) {
+				if (l->ahead[i] == (uint32_t)l->next_seq) {
+					l->ahead[i] = l->ahead[--l->n_ahead];
+					l->next_seq++;
+					moved = true;
+					break;
+				}
+			}
+		}
+		return 0;
+	}
+	if ((int32_t)(seq - (uint32_t)l->next_seq) < 0)
+		return -EEXIST; /* a duplicate: the log is corrupt */
+	if (l->n_ahead == REC_AHEAD_MAX)
+		return -ENOSPC; /* too many missing: records were lost */
+	l->ahead[l->n_ahead++] = seq;
+	return 0;
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct rec_instance *in = ctx;
+	struct recorder *r = in->owner;
+	const struct audit_record *e = data;
+	struct rec_log *l;
+	int ret;
+
+	if (size < sizeof(*e) || e->cpu >= (uint32_t)r->ncpu) {
+		rec_fail(r, "recorder %d: malformed record (size %zu)", in->id, size);
+		return 0;
+	}
+	r->records++;
+	l = &in->cpu[e->cpu];
+	ret = note_seq(l, e->seq);
+	if (ret)
+		rec_fail(r, "recorder %d: cpu %u: record %u %s", in->id, e->cpu, e->seq,
+			 ret == -EEXIST ? "arrived twice" : "is far ahead of a missing one");
+	if (grow((void **)&l->ev, &l->cap_ev, l->n_ev + 1, sizeof(*l->ev))) {
+		rec_fail(r, "out of memory");
+		return 0;
+	}
+	if (l->n_ev && e->time < l->ev[l->n_ev - 1].time)
+		l->ev_sorted = false; /* a nested probe: sorted again before use */
+	l->ev[l->n_ev++] = (struct rec_ev){e->time, e->since, e->kind, 0};
+	if (e->kind != AUDIT_EV_SWITCH)
+		return 0;
+
+	if (l->n_sw) {
+		const struct rec_switch *last = &l->sw[l->n_sw - 1];
+
+		/*
+		 * What ran after the previous switch must be what this one switches away from.
+		 * A lost switch out of the idle task would make an idle interval look longer
+		 * than it was, which could accept a barrier without evidence: fatal.  A missing
+		 * switch away from a task only makes the CPU look busy for longer, which is the
+		 * safe side (and the daemon's idle word, set on the same tracepoint, errs the
+		 * same way).  That one happens: on the kernel this was written on, switches away
+		 * from some tasks (the sandbox's agent threads) never reach the sched_switch
+		 * tracepoint at all, for ftrace as for BPF.  It is counted, not fatal.  (A pid
+		 * that changes under exec from a non-leader thread is counted the same way.)
+		 */
+		if (last->next_pid == 0 && e->prev_pid != 0)
+			rec_fail(r,
+				 "recorder %d: cpu %u: a switch out of the idle task was lost (the "
+				 "previous switch went to it, this one leaves pid %u)",
+				 in->id, e->cpu, e->prev_pid);
+		else if (last->next_pid != 0 && e->prev_pid != last->next_pid)
+			r->untraced_switches++;
+		if (e->time < last->time)
+			rec_fail(r, "recorder %d: cpu %u: switch times go backwards (%llu after %llu)",
+				 in->id, e->cpu, (unsigned long long)e->time,
+				 (unsigned long long)last->time);
+	}
+	if (grow((void **)&l->sw, &l->cap_sw, l->n_sw + 1, sizeof(*l->sw))) {
+		rec_fail(r, "out of memory");
+		return 0;
+	}
+	l->sw[l->n_sw++] = (struct rec_switch){e->time, e->prev_pid, e->next_pid};
+	if (r->flush_tid && e->next_pid == r->flush_tid && e->time >= r->flush_start &&
+	    !l->flush_seen) {
+		l->flush_seen = true;
+		l->flush_seq = e->seq;
+	}
+	return 0;
+}
+
+static void check_drops(struct recorder *r, struct rec_instance *in)
+{
+	uint64_t d = __atomic_load_n(&in->skel->bss->audit_drops, __ATOMIC_ACQUIRE);
+
+	if (d)
+		rec_fail(r, "recorder %d: %llu records lost (ring buffer full)", in->id,
+			 (unsigned long long)d);
+}
+
+static void drain_locked(struct recorder *r)
+{
+	for (int i = 0; i < r->n_inst; i++) {
+		struct rec_instance *in = r->inst[i];
+
+		if (!in->rb)
+			continue;
+		if (ring_buffer__consume(in->rb) < 0)
+			rec_fail(r, "recorder %d: cannot drain its ring buffer", in->id);
+		check_drops(r, in);
+	}
+}
+
+static void *drainer(void *arg)
+{
+	struct recorder *r = arg;
+
+	/* Polled, not woken per record: a wake-up per record would be an event per record. */
+	while (!r->stop) {
+		pthread_mutex_lock(&r->lock);
+		drain_locked(r);
+		pthread_mutex_unlock(&r->lock);
+		sleep_us(5000);
+	}
+	return NULL;
+}
+
+static int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return level == LIBBPF_WARN ? vfprintf(stderr, fmt, ap) : 0;
+}
+
+int recorder_init(struct recorder *r, int ncpu)
+{
+	memset(r, 0, sizeof(*r));
+	r->ncpu = ncpu;
+	pthread_mutex_init(&r->lock, NULL);
+	libbpf_set_print(quiet_libbpf);
+	if (pthread_create(&r->drainer, NULL, drainer, r))
+		return -EAGAIN;
+	r->drainer_running = true;
+	return 0;
+}
+
+static void free_instance(struct rec_instance *in)
+{
+	for (int i = 0; i < 5; i++)
+		if (in->links[i])
+			bpf_link__destroy(in->links[i]);
+	if (in->rb)
+		ring_buffer__free(in->rb);
+	if (in->skel)
+		recorder_bpf__destroy(in->skel);
+	in->rb = NULL;
+	in->skel = NULL;
+	memset(in->links, 0, sizeof(in->links));
+}
+
+int recorder_attach(struct recorder *r)
+{
+	struct rec_instance *in;
+	uint8_t *online;
+	int ret = 0;
+
+	if (r->n_inst == REC_MAX_INSTANCES)
+		return -ENOSPC;
+	in = calloc(1, sizeof(*in));
+	online = calloc((size_t)r->ncpu, 1);
+	if (!in || !online) {
+		free(in);
+		free(online);
+		return -ENOMEM;
+	}
+	in->owner = r;
+	in->id = r->n_inst;
+	in->cover_end = UINT64_MAX;
+	in->cpu = calloc((size_t)r->ncpu, sizeof(*in->cpu));
+	for (int c = 0; in->cpu && c < r->ncpu; c++)
+		in->cpu[c].ev_sorted = true;
+	in->skel = recorder_bpf__open_and_load();
+	if (!in->cpu || !in->skel) {
+		ret = errno ? -errno : -ENOMEM;
+		goto fail;
+	}
+	in->rb = ring_buffer__new(bpf_map__fd(in->skel->maps.audit_rb), on_record, in, NULL);
+	if (!in->rb) {
+		ret = -errno;
+		goto fail;
+	}
+	/* Registered with the lock held: no record may arrive before the instance is listed. */
+	pthread_mutex_lock(&r->lock);
+	r->inst[r->n_inst++] = in;
+	in->links[0] = bpf_program__attach(in->skel->progs.audit_switch);
+	in->links[1] = bpf_program__attach_raw_tracepoint(in->skel->progs.audit_softirq,
+							  "softirq_entry");
+	in->links[2] = bpf_program__attach_raw_tracepoint(in->skel->progs.audit_timer,
+							  "local_timer_entry");
+	in->links[3] = bpf_program__attach(in->skel->progs.audit_sys_enter);
+	in->links[4] = bpf_program__attach(in->skel->progs.audit_sys_exit);
+	in->attach_ns = rec_now();
+	in->live = in->links[0] && in->links[1] && in->links[2] && in->links[3] && in->links[4];
+	pthread_mutex_unlock(&r->lock);
+	if (!in->live) {
+		ret = errno ? -errno : -EINVAL;
+		pthread_mutex_lock(&r->lock);
+		r->n_inst--;
+		pthread_mutex_unlock(&r->lock);
+		goto fail;
+	}
+	/*
+	 * A CPU offline now runs nothing until it comes up again, and coming up is a switch out
+	 * of its idle task, which this attached instance will log.  Read after attaching.
+	 */
+	ret = rec_online_cpus(online, r->ncpu);
+	if (ret)
+		goto fail_listed;
+	pthread_mutex_lock(&r->lock);
+	for (int c = 0; c < r->ncpu; c++) {
+		if (!online[c]) {
+			in->cpu[c].offline_at_attach = true;
+			in->cpu[c].offline_ns = rec_now();
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	free(online);
+	return 0;
+fail_listed:
+	pthread_mutex_lock(&r->lock);
+	in->live = false;
+	in->cover_end = in->attach_ns;
+	free_instance(in);
+	pthread_mutex_unlock(&r->lock);
+	free(online);
+	return ret;
+fail:
+	free_instance(in);
+	if (in->cpu)
+		free(in->cpu);
+	free(in);
+	free(online);
+	return ret;
+}
+
+void recorder_set_daemon(struct recorder *r, int pid)
+{
+	pthread_mutex_lock(&r->lock);
+	for (int i = 0; i < r->n_inst; i++)
+		if (r->inst[i]->live && r->inst[i]->skel)
+			r->inst[i]->skel->bss->audit_daemon_tgid = (__u32)pid;
+	pthread_mutex_unlock(&r->lock);
+}
+
+int recorder_retire(struct recorder *r, int keep)
+{
+	int live = 0;
+
+	for (int i = 0; i < r->n_inst; i++)
+		live += r->inst[i]->live;
+	for (int i = 0; i < r->n_inst && live > keep; i++) {
+		struct rec_instance *in = r->inst[i];
+		uint64_t end;
+
+		if (!in->live)
+			continue;
+		live--;
+		/*
+		 * Coverage ends before the detach begins: every switch before `end` ran with the
+		 * probe attached, and its record is drained below (a probe still running on
+		 * another CPU finishes well within the pause).
+		 */
+		end = rec_now();
+		for (int k = 0; k < 5; k++) {
+			bpf_link__destroy(in->links[k]);
+			in->links[k] = NULL;
+		}
+		sleep_us(5000);
+		pthread_mutex_lock(&r->lock);
+		if (ring_buffer__consume(in->rb) < 0)
+			rec_fail(r, "recorder %d: cannot drain its ring buffer", in->id);
+		check_drops(r, in);
+		in->live = false;
+		in->cover_end = end;
+		free_instance(in);
+		pthread_mutex_unlock(&r->lock);
+	}
+	return 0;
+}
+
+/* Move onto each CPU marked in `cpus` and sleep there briefly: a switch onto it, later than now. */
+static void hop(const uint8_t *cpus, int ncpu)
+{
+	cpu_set_t saved, one;
+
+	sched_getaffinity(0, sizeof(saved), &saved);
+	for (int c = 0; c < ncpu; c++) {
+		if (!cpus[c])
+			continue;
+		CPU_ZERO(&one);
+		CPU_SET(c, &one);
+		/* The sleep forces a switch even on the CPU we are already on. */
+		if (sched_setaffinity(0, sizeof(one), &one) == 0)
+			sleep_us(50);
+	}
+	sched_setaffinity(0, sizeof(saved), &saved);
+}
+
+int recorder_flush(struct recorder *r, uint64_t *horizon)
+{
+	uint8_t *online = calloc((size_t)r->ncpu, 1), *missing = calloc((size_t)r->ncpu, 1);
+	uint64_t start, deadline, rehop;
+	bool complete = false;
+
+	if (!online || !missing || rec_online_cpus(online, r->ncpu)) {
+		free(online);
+		free(missing);
+		rec_fail(r, "cannot read the online CPUs");
+		return -1;
+	}
+	pthread_mutex_lock(&r->lock);
+	start = rec_now();
+	r->flush_tid = (uint32_t)gettid();
+	r->flush_start = start;
+	for (int i = 0; i < r->n_inst; i++)
+		for (int c = 0; c < r->ncpu; c++)
+			r->inst[i]->cpu[c].flush_seen = false;
+	pthread_mutex_unlock(&r->lock);
+	hop(online, r->ncpu);
+
+	/*
+	 * Complete when each live instance has logged our switch onto each online CPU and every
+	 * record that CPU sequenced before it: the ring buffer hands out records in reservation
+	 * order and switches never nest, so nothing earlier can still be missing.  A switch
+	 * whose previous task is one of those the tracepoint never reports (recorder.c, the
+	 * switch chain) is not logged either: hop onto such a CPU again.
+	 */
+	deadline = rec_now() + 3000000000ULL;
+	rehop = rec_now() + 20000000ULL;
+	while (!complete && rec_now() < deadline) {
+		pthread_mutex_lock(&r->lock);
+		drain_locked(r);
+		complete = true;
+		memset(missing, 0, (size_t)r->ncpu);
+		for (int i = 0; i < r->n_inst; i++) {
+			struct rec_instance *in = r->inst[i];
+
+			if (!in->live)
+				continue;
+			for (int c = 0; c < r->ncpu; c++) {
+				const struct rec_log *l = &in->cpu[c];
+
+				if (online[c] && (!l->flush_seen || l->next_seq <= l->flush_seq)) {
+					complete = false;
+					missing[c] |= !l->flush_seen;
+				}
+			}
+		}
+		pthread_mutex_unlock(&r->lock);
+		if (complete)
+			break;
+		if (rec_now() >= rehop) {
+			hop(missing, r->ncpu);
+			rehop = rec_now() + 20000000ULL;
+		} else {
+			sleep_us(1000);
+		}
+	}
+	/* Stragglers: evidence records of probes that were nested when we looked. */
+	sleep_us(2000);
+	pthread_mutex_lock(&r->lock);
+	drain_locked(r);
+	r->flush_tid = 0;
+	pthread_mutex_unlock(&r->lock);
+	free(online);
+	free(missing);
+	if (!complete) {
+		rec_fail(r, "recorder flush incomplete after 3 s: records were lost");
+		return -1;
+	}
+	*horizon = start;
+	return r->error[0] ? -1 : 0;
+}
+
+static int cmp_ev(const void *a, const void *b)
+{
+	uint64_t x = ((const struct rec_ev *)a)->time, y = ((const struct rec_ev *)b)->time;
+
+	return x < y ? -1 : x > y;
+}
+
+static void sort_log(struct rec_log *l)
+{
+	if (!l->ev_sorted) {
+		qsort(l->ev, l->n_ev, sizeof(*l->ev), cmp_ev);
+		l->ev_sorted = true;
+	}
+}
+
+void recorder_prune(struct recorder *r, uint64_t before)
+{
+	pthread_mutex_lock(&r->lock);
+	for (int i = 0; i < r->n_inst; i++) {
+		for (int c = 0; c < r->ncpu; c++) {
+			struct rec_log *l = &r->inst[i]->cpu[c];
+			size_t k = 0, j = 0;
+
+			sort_log(l);
+			while (k < l->n_ev && l->ev[k].time < before)
+				k++;
+			memmove(l->ev, l->ev + k, (l->n_ev - k) * sizeof(*l->ev));
+			l->n_ev -= k;
+			/* Keep the last switch before the cut: it says what ran from then on. */
+			while (j + 1 < l->n_sw && l->sw[j + 1].time < before)
+				j++;
+			memmove(l->sw, l->sw + j, (l->n_sw - j) * sizeof(*l->sw));
+			l->n_sw -= j;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
+void recorder_destroy(struct recorder *r)
+{
+	r->stop = true;
+	if (r->drainer_running)
+		pthread_join(r->drainer, NULL);
+	for (int i = 0; i < r->n_inst; i++) {
+		struct rec_instance *in = r->inst[i];
+
+		free_instance(in);
+		for (int c = 0; c < r->ncpu; c++) {
+			free(in->cpu[c].ev);
+			free(in->cpu[c].sw);
+		}
+		free(in->cpu);
+		free(in);
+	}
+	r->n_inst = 0;
+	pthread_mutex_destroy(&r->lock);
+}
+
+/* Index of the first event later than x in a sorted log. */
+static size_t upper_bound(const struct rec_ev *a, size_t n, uint64_t x)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (a[mid].time <= x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Index of the first switch later than x (switch times never decrease on one CPU). */
+static size_t sw_upper_bound(const struct rec_switch *a, size_t n, uint64_t x)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (a[mid].time <= x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+bool recorder_evidence(struct recorder *r, int cpu, uint64_t lo, uint64_t hi, bool daemon_reads,
+		       char *why, size_t whylen)
+{
+	static const char *const kinds[] = {"?", "softirq", "timer", "switch", "daemon pread"};
+	uint64_t before = 0, after = UINT64_MAX;
+	unsigned bkind = 0, akind = 0;
+	char state[64] = "unknown";
+
+	for (int i = 0; i < r->n_inst; i++) {
+		struct rec_instance *in = r->inst[i];
+		struct rec_log *l = &in->cpu[cpu];
+		size_t k, j;
+
+		/*
+		 * A serialising event strictly after lo, at or before hi; a daemon's pread must
+		 * also have been entered after lo.
+		 */
+		sort_log(l);
+		k = upper_bound(l->ev, l->n_ev, lo);
+		for (size_t m = k; m < l->n_ev && l->ev[m].time <= hi; m++)
+			if (l->ev[m].since > lo &&
+			    (daemon_reads || l->ev[m].kind != AUDIT_EV_LOCKED_KERNEL))
+				return true;
+		if (k > 0 && l->ev[k - 1].time > before) {
+			before = l->ev[k - 1].time;
+			bkind = l->ev[k - 1].kind;
+		}
+		while (k < l->n_ev && l->ev[k].time <= hi)
+			k++; /* daemon preads entered before lo */
+		if (k < l->n_ev && l->ev[k].time < after) {
+			after = l->ev[k].time;
+			akind = l->ev[k].kind;
+		}
+
+		/*
+		 * In the idle task just after lo: the last switch at or before lo went to pid 0
+		 * and the next one (or the end of this instance's coverage) is later than lo.
+		 * An idle interval that starts inside (lo, hi] starts with a switch, an event,
+		 * which the test above has already accepted.
+		 */
+		j = sw_upper_bound(l->sw, l->n_sw, lo);
+		if (j > 0) {
+			const struct rec_switch *s = &l->sw[j - 1];
+			uint64_t end = j < l->n_sw ? l->sw[j].time : in->cover_end;
+
+			if (s->next_pid == 0 && end > lo)
+				return true;
+			if (end > lo)
+				snprintf(state, sizeof(state), "running pid %u since %.3f us before lo",
+					 s->next_pid, (double)(lo - s->time) / 1e3);
+		} else if (l->offline_at_attach && l->offline_ns <= lo) {
+			/* Offline since the attach: it runs nothing until its first switch. */
+			uint64_t end = l->n_sw ? l->sw[0].time : in->cover_end;
+
+			if (end > lo)
+				return true;
+		}
+	}
+	if (why) {
+		char b[64] = "none logged", a[64] = "none logged";
+
+		if (before)
+			snprintf(b, sizeof(b), "(%s) %.3f us before lo", kinds[bkind < 5 ? bkind : 0],
+				 (double)(lo - before) / 1e3);
+		if (after != UINT64_MAX)
+			snprintf(a, sizeof(a), "(%s) %.3f us after hi", kinds[akind < 5 ? akind : 0],
+				 (double)(after - hi) / 1e3);
+		snprintf(why, whylen, "last event %s, next event %s, at lo the CPU was %s", b, a,
+			 state);
+	}
+	return false;
+}

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * User-space side of the evidence audit's recorder: instances of recorder.bpf.c, each attached
+ * at one moment (after the daemon it must follow), drained into per-CPU logs, and the question
+ * the auditor asks of those logs: did CPU c pass through a serialising event, or sit in its
+ * idle task (or offline), at some instant in (lo, hi]?
+ */
+#ifndef BARRIERD_AUDIT_RECORDER_H
+#define BARRIERD_AUDIT_RECORDER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define REC_MAX_INSTANCES 8
+#define REC_AHEAD_MAX 256 /* out-of-order sequence numbers held per CPU (nested probes) */
+
+struct rec_ev {
+	uint64_t time;
+	uint64_t since; /* = time, but for a daemon's pread: its entry (audit_record.h) */
+	uint32_t kind;  /* AUDIT_EV_* */
+	uint32_t pad;
+};
+
+struct rec_switch {
+	uint64_t time;
+	uint32_t prev_pid, next_pid;
+};
+
+/* What one instance saw on one CPU. */
+struct rec_log {
+	struct rec_ev *ev; /* every recorded event (switches too), sorted by time before use */
+	size_t n_ev, cap_ev;
+	bool ev_sorted;
+	struct rec_switch *sw; /* switches in the order they ran (they never nest) */
+	size_t n_sw, cap_sw;
+	/* sequence bookkeeping: every number below next_seq arrived */
+	uint64_t next_seq;
+	uint32_t ahead[REC_AHEAD_MAX];
+	unsigned n_ahead;
+	/* flush bookkeeping: the flush thread's switch onto this CPU, once seen */
+	bool flush_seen;
+	uint32_t flush_seq;
+	/* offline when the instance was attached: idle-equivalent from offline_ns to the first switch */
+	bool offline_at_attach;
+	uint64_t offline_ns;
+};
+
+struct rec_instance {
+	int id;
+	struct recorder_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link *links[5];
+	uint64_t attach_ns;
+	uint64_t cover_end; /* UINT64_MAX while attached; else a time before the detach began */
+	bool live;
+	struct rec_log *cpu; /* [ncpu] */
+	struct recorder *owner;
+};
+
+struct recorder {
+	pthread_mutex_t lock;
+	pthread_t drainer;
+	bool drainer_running;
+	volatile bool stop;
+	int ncpu; /* possible CPUs */
+	struct rec_instance *inst[REC_MAX_INSTANCES];
+	int n_inst;
+	/* flush in progress: the tid whose switches onto each CPU mark completeness */
+	uint32_t flush_tid;
+	uint64_t flush_start;
+	/* first fatal problem (lost record, switch chain broken, ...): the run cannot be audited */
+	char error[512];
+	uint64_t records;
+	uint64_t untraced_switches; /* switches away from a task that never reached the tracepoint */
+};
+
+uint64_t rec_now(void);
+
+/* Possible CPUs (highest id + 1) and the online mask as a byte array; 0 or -errno. */
+int rec_possible_cpus(void);
+int rec_online_cpus(uint8_t *online, int ncpu);
+
+int recorder_init(struct recorder *r, int ncpu);
+/* Load and attach a fresh instance now (after whatever daemon is running); 0 or -errno. */
+int recorder_attach(struct recorder *r);
+/* Tell every live instance which process is the daemon (its preads are logged). */
+void recorder_set_daemon(struct recorder *r, int pid);
+/*
+ * Detach and drain the oldest live instances until `keep` remain.  Their logs stay for the
+ * audit.  The harness keeps two: one attached before the running daemon, one after it.
+ */
+int recorder_retire(struct recorder *r, int keep);
+/*
+ * Make the logs complete up to the returned horizon: hop across every online CPU (a switch
+ * onto each), then drain until every live instance has logged that switch and every record
+ * sequenced before it.  0, or -1 with r->error set.
+ */
+int recorder_flush(struct recorder *r, uint64_t *horizon);
+/* Forget what no audit will need: events before `before` (keeping each CPU's last switch). */
+void recorder_prune(struct recorder *r, uint64_t before);
+void recorder_destroy(struct recorder *r);
+
+/*
+ * The audit question for one CPU.  Returns true when some instance logged an event on cpu with
+ * time in (lo, hi] (a daemon's pread: entered after lo, returned by hi), or shows the CPU in
+ * its idle task (or offline) at an instant in (lo, hi].  daemon_reads: whether the daemon's
+ * preads count (the audit asks without them first, to count how often only they answer).
+ * On false, `why` describes the nearest evidence on either side.  Call under r->lock.
+ */
+bool recorder_evidence(struct recorder *r, int cpu, uint64_t lo, uint64_t hi, bool daemon_reads,
+		       char *why, size_t whylen);
+
+#endif
