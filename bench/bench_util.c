@@ -5,7 +5,8 @@
  *   bench_util loop STATE_PATH SECONDS [RATE]
  *                                        barrierd_barrier() back to back, or RATE per second
  *                                        (paced by absolute sleeps); prints
- *                                        "loop barriers N seconds S p50_us P p99_us Q"
+ *                                        "loop barriers N seconds S p50_us P p99_us Q errors E"
+ *                                        (a failed call is reported on stderr and counted)
  *   bench_util churn SECONDS             one thread per online CPU, pinned, sleeping 200 us
  *                                        in a loop: a steady stream of timer interrupts,
  *                                        softirqs, context switches and system calls (the
@@ -48,7 +49,7 @@ static int loop(const char *path, double secs, double rate)
 {
 	struct barrierd *b;
 	uint64_t t0 = bench_now(), end = t0 + (uint64_t)(secs * 1e9), n = 0, cap = 1 << 16;
-	uint64_t *lat = malloc(cap * sizeof(*lat));
+	uint64_t *lat = malloc(cap * sizeof(*lat)), errors = 0;
 	int ret = barrierd_open(&b, path);
 
 	if (ret || !lat) {
@@ -64,8 +65,24 @@ static int loop(const char *path, double secs, double rate)
 
 		ret = barrierd_barrier(b, 5 * (int64_t)BENCH_SEC);
 		if (ret) {
-			fprintf(stderr, "bench_util loop: barrier: %s\n", strerror(-ret));
-			return 1;
+			/*
+			 * Count and go on: one failed call must not end a benchmark run.  Say what
+			 * the file showed, for the report (-ESTALE: not live, or a namespace change).
+			 */
+			size_t sz;
+			const struct barrierd_header *h = barrierd_mapping(b, &sz);
+			uint64_t now = bench_now(), hb = bench_ld64(&h->heartbeat_ns);
+
+			fprintf(stderr,
+				"bench_util loop: barrier %llu: %s (flags %#llx, heartbeat %.1f ms old, "
+				"period %.0f ms)\n",
+				(unsigned long long)n, strerror(-ret),
+				(unsigned long long)bench_ld64(&h->flags),
+				now > hb ? (double)(now - hb) / 1e6 : 0.0,
+				(double)bench_ld64(&h->heartbeat_period_ns) / 1e6);
+			if (++errors > 100)
+				return 1;
+			continue;
 		}
 		if (n == cap) {
 			uint64_t *nl = realloc(lat, 2 * cap * sizeof(*lat));
@@ -78,9 +95,10 @@ static int loop(const char *path, double secs, double rate)
 		lat[n++] = bench_now() - s;
 	}
 	qsort(lat, n, sizeof(*lat), bench_cmp_u64);
-	printf("loop barriers %llu seconds %.3f p50_us %.1f p99_us %.1f\n", (unsigned long long)n,
-	       (double)(bench_now() - t0) / 1e9, (double)bench_pct(lat, n, 50) / 1e3,
-	       (double)bench_pct(lat, n, 99) / 1e3);
+	printf("loop barriers %llu seconds %.3f p50_us %.1f p99_us %.1f errors %llu\n",
+	       (unsigned long long)n, (double)(bench_now() - t0) / 1e9,
+	       (double)bench_pct(lat, n, 50) / 1e3, (double)bench_pct(lat, n, 99) / 1e3,
+	       (unsigned long long)errors);
 	free(lat);
 	barrierd_close(b);
 	return 0;

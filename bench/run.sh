@@ -20,8 +20,8 @@
 #                sends which IPI (ipi tracepoints) with the waiter and daemon placed four ways
 #   3 waiters    1, 10, 100, 1000 threads blocked on one barrier
 #   4 cpu        daemon CPU (schedstat): idle and loaded, each with no waiter, a waiter doing 100
-#                barriers/s and one looping; a doorbell flood by user nobody at the default and
-#                a lower --max-credit-rate
+#                barriers/s and one looping; a context-switching load without and with a waiter;
+#                a doorbell flood by user nobody at the default and a lower --max-credit-rate
 #   5 getpid     getpid() cost: no daemon, empty program, daemon default, daemon + sys_enter
 #   6 bpf        BPF cost per hit per program and tracepoint against a baseline program, each
 #                alone in rotating windows (kernel.bpf_stats_enabled=1 for this section only)
@@ -364,7 +364,7 @@ cpu_window() { # NAME SECONDS RATE_CAP [command...]
 	r0=$(rd64 "$state" $((x + 48)))
 	t0=$(date +%s%N)
 	if [ $# -gt 0 ]; then
-		extra=$("$@" | tail -1 | tr ' ' ';')
+		extra=$("$@" 2>>"$out/client_errors.txt" | tail -1 | tr ' ' ';')
 	else
 		sleep "$secs"
 	fi
@@ -378,6 +378,16 @@ cpu_window() { # NAME SECONDS RATE_CAP [command...]
 	echo "$name,$cap,$t0,$t1,$c0,$c1,$((p1 - p0)),$((cp1 - cp0)),$((r1 - r0)),$(machine_busy_pct "$s0" "$s1" | tr ' ' ,),$((g1 - g0)),$((e1 - e0)),$extra" \
 		>>"$out/daemon_cpu.csv"
 	log "daemon CPU, $name: $(awk -v a="$c0" -v b="$c1" -v t="$t0" -v u="$t1" 'BEGIN {printf "%.4f %%", 100 * (b - a) / (u - t)}')"
+}
+
+# The flood as user nobody, and beside it a root waiter doing 100 barriers/s (its latency under
+# the flood); one line: the flood's, then the waiter's.
+flood_with_waiter() { # SECONDS
+	"$build/bench/bench_util" loop "$state" "$1" 100 >"$tmp/flood_loop.out" &
+	local lp=$!
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$tmp/bench_flood" "$state" "$1" | tr '\n' ' '
+	wait "$lp"
+	sed 's/^loop/waiter/' "$tmp/flood_loop.out"
 }
 
 if want 4; then
@@ -397,12 +407,20 @@ if want 4; then
 	cpu_window loaded-waiter-100/s "$(scale 15 5)" 10000 "$build/bench/bench_util" loop "$state" "$(scale 15 5)" 100
 	cpu_window loaded-waiter-loop "$(scale 15 5)" 10000 "$build/bench/bench_util" loop "$state" "$(scale 15 5)"
 	stop_spinners
-	cpu_window flood-default-rate "$(scale 15 5)" 10000 \
-		setpriv --reuid=65534 --regid=65534 --clear-groups "$tmp/bench_flood" "$state" "$(scale 15 5)"
+	# Many events instead of busy CPUs: a thread per CPU sleeping 200 us in a loop.
+	"$build/bench/bench_util" churn 100000 &
+	bg_pids+=($!)
+	wait_disarmed
+	sleep 1
+	cpu_window switching-no-waiters "$(scale 10 5)" 10000
+	cpu_window switching-waiter-100/s "$(scale 10 5)" 10000 "$build/bench/bench_util" loop "$state" "$(scale 10 5)" 100
+	kill "${bg_pids[-1]}"
+	wait "${bg_pids[-1]}" || true
+	unset 'bg_pids[-1]'
+	cpu_window flood-default-rate "$(scale 15 5)" 10000 flood_with_waiter "$(scale 15 5)"
 	stop_daemon
 	start_daemon --max-credit-rate 1000
-	cpu_window flood-rate-1000 "$(scale 10 5)" 1000 \
-		setpriv --reuid=65534 --regid=65534 --clear-groups "$tmp/bench_flood" "$state" "$(scale 10 5)"
+	cpu_window flood-rate-1000 "$(scale 10 5)" 1000 flood_with_waiter "$(scale 10 5)"
 	stop_daemon
 	start_daemon
 fi

@@ -70,6 +70,14 @@ extern unsigned bd_fork_gen;
 /* The offset to subtract from this process's clock, re-derived after a fork. */
 int64_t bd_timens_current(const struct barrierd *b);
 
+/*
+ * Has a setns() moved this process to a time namespace with another offset since the handle
+ * learnt its own?  -ESTALE (and the handle now holds the new offset) or 0.  One stat() when
+ * nothing moved: a namespace's offsets cannot change once a process has entered it, so the
+ * same namespace inode means the same offset.
+ */
+int bd_timens_moved(struct barrierd *b);
+
 /* Path trust (BRIEF §5): -EPERM with no bytes of the file trusted, or an open fd. */
 int bd_open_trusted(const char *path, uid_t trusted_uid, int trusted_uid_set, int *fd_out);
 

@@ -81,3 +81,25 @@ int64_t bd_timens_current(const struct barrierd *b)
 	}
 	return __atomic_load_n(&m->timens_off, __ATOMIC_RELAXED);
 }
+
+int bd_timens_moved(struct barrierd *b)
+{
+	struct stat own;
+	int64_t off;
+	uint64_t ino;
+
+	if (stat("/proc/self/ns/time", &own) == 0) {
+		if ((uint64_t)own.st_ino == __atomic_load_n(&b->timens_ino, __ATOMIC_RELAXED))
+			return 0;
+	} else if (errno == ENOENT && __atomic_load_n(&b->timens_ino, __ATOMIC_RELAXED) == 0) {
+		return 0; /* no time namespaces here, as when the handle learnt its offset */
+	}
+	/* Another namespace (or none readable): read it all, as the handle did at open. */
+	if (bd_timens_offset(&off, &ino) != 0)
+		return 0;
+	__atomic_store_n(&b->timens_ino, ino, __ATOMIC_RELAXED);
+	if (off == __atomic_load_n(&b->timens_off, __ATOMIC_RELAXED))
+		return 0;
+	__atomic_store_n(&b->timens_off, off, __ATOMIC_RELAXED);
+	return -ESTALE;
+}

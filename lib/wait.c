@@ -188,24 +188,14 @@ static void sleep_on(const struct barrierd *b, const struct target *t, const uin
 
 static int wait_common(struct barrierd *b, const struct target *t, int64_t timeout_ns)
 {
-	uint64_t start, deadline, fb_deadline, ino;
-	int64_t off;
+	uint64_t start, deadline, fb_deadline;
+	bool ns_checked = false;
 
 	if (passed(b, t))
 		return 0; /* the fast path: loads only */
 	if (bd_timens_current(b) == INT64_MIN)
 		return -EPROTO; /* our time namespace's offset cannot be known */
 
-	/*
-	 * Slow path: a setns() may have moved us to another time namespace.  A stamp taken
-	 * before such a move was converted with the old offset, so it cannot be judged: refuse
-	 * it, and convert later stamps with the new offset.
-	 */
-	if (bd_timens_offset(&off, &ino) == 0 && off != bd_timens_current(b)) {
-		__atomic_store_n(&b->timens_off, off, __ATOMIC_RELAXED);
-		__atomic_store_n(&b->timens_ino, ino, __ATOMIC_RELAXED);
-		return -ESTALE;
-	}
 	start = host_now(b);
 	deadline = timeout_ns >= 0 ? start + (uint64_t)timeout_ns : UINT64_MAX;
 	fb_deadline = b->fallback == BARRIERD_FALLBACK_MEMBARRIER
@@ -218,7 +208,7 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 		uint64_t now, end;
 
 		if (passed(b, t))
-			return 0;
+			return ns_checked ? 0 : bd_timens_moved(b);
 		now = host_now(b);
 		if (!bd_live(b, now)) {
 			if (b->fallback == BARRIERD_FALLBACK_MEMBARRIER)
@@ -231,6 +221,20 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 			return -ETIMEDOUT;
 		if (need_ring(b, t) && !ring(b, t))
 			slice = LOST_RING_SLICE_NS;
+		/*
+		 * A setns() may have moved us to another time namespace: a stamp taken before the
+		 * move was converted with the old offset and cannot be judged (-ESTALE).  Checked
+		 * once per slow path, after the ring, so its /proc lookup (tens of microseconds on
+		 * a cold CPU) overlaps the daemon's answer instead of delaying the ring; and before
+		 * any success of the slow path, so no stale stamp is ever reported passed.
+		 */
+		if (!ns_checked) {
+			int ret = bd_timens_moved(b);
+
+			if (ret)
+				return ret;
+			ns_checked = true;
+		}
 		if (passed(b, t))
 			return 0;
 		end = deadline < fb_deadline ? deadline : fb_deadline;

@@ -26,7 +26,7 @@
 
 #define MAX_AGAIN 8
 
-enum { EV_RB = 1, EV_DOORBELL, EV_TIMER, EV_SIGNAL };
+enum { EV_RB = 1, EV_DOORBELL, EV_TIMER, EV_SIGNAL, EV_CREDIT };
 
 struct daemon {
 	const struct barrierd_options *o;
@@ -34,11 +34,12 @@ struct daemon {
 	struct bpf_ctx bpf;
 	struct publisher pub;
 	struct doorbell bell;
-	int epfd, tfd, sfd, online_fd;
+	int epfd, tfd, sfd, cfd, online_fd;
 	struct notifier notify;
 	uint64_t last_credit_ns;
 	uint64_t next_watchdog_ns, next_status_ns, next_probe_ns;
 	uint64_t armed_until, tick_ns;
+	uint64_t credit_due; /* when cfd fires (absolute CLOCK_MONOTONIC), 0: not set */
 	bool credit_pending;
 };
 
@@ -50,9 +51,9 @@ struct daemon {
 #define STATUS_PERIOD_NS (1000000000ULL)
 
 /*
- * One timer: the heartbeat (and the probe for waiters) while disarmed; the slow idle credit
- * for clients that cannot ring while armed.  Every wake-up costs tens of microseconds of CPU
- * on a virtual machine, so an idle, unwatched daemon wakes only at its heartbeat.
+ * The tick: the heartbeat, the probe for waiters, the watchdog and the disarm check.  Every
+ * wake-up costs tens of microseconds of CPU on a virtual machine, so the daemon ticks only at
+ * its heartbeat, armed or not; the slow idle credit has a one-shot timer of its own.
  */
 static void set_tick(struct daemon *d, uint64_t tick_ns)
 {
@@ -73,18 +74,35 @@ static void set_tick(struct daemon *d, uint64_t tick_ns)
 /* Someone waits: let busy CPUs signal, and keep doing so for ARM_HOLD_NS after. */
 static void arm(struct daemon *d, uint64_t now)
 {
-	const struct barrierd_options *o = d->o;
-
 	d->armed_until = now + ARM_HOLD_NS;
 	publisher_set_armed(&d->pub, true);
-	set_tick(d, o->idle_credit_interval_ns < o->heartbeat_period_ns ? o->idle_credit_interval_ns
-									 : o->heartbeat_period_ns);
 }
 
 static void disarm(struct daemon *d)
 {
 	publisher_set_armed(&d->pub, false);
-	set_tick(d, d->o->heartbeat_period_ns);
+}
+
+/*
+ * Slow idle credit for clients that cannot ring (BRIEF §4): while armed, credit as soon as an
+ * idle, offline or unknown CPU has held the global value back for the interval, that is at
+ * held value + interval exactly, with a one-shot timer.  A periodic check would add up to one
+ * more interval (10-20 ms instead of at most 10), and a wake-up per interval even on a loaded
+ * machine, where no CPU holds anything back.  Called before every sleep of the main loop.
+ */
+static void schedule_credit(struct daemon *d)
+{
+	uint64_t held = d->pub.armed && !d->credit_pending ? publisher_idle_hold(&d->pub) : 0;
+	uint64_t due = held ? held + d->o->idle_credit_interval_ns : 0;
+	struct itimerspec its = {{0, 0}, {0, 0}};
+
+	if (due == d->credit_due)
+		return;
+	d->credit_due = due;
+	its.it_value.tv_sec = (time_t)(due / 1000000000ULL);
+	its.it_value.tv_nsec = (long)(due % 1000000000ULL);
+	/* 0 disarms the timer; a due time already past fires at once. */
+	timerfd_settime(d->cfd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
 static int add_fd(int epfd, int fd, uint64_t tag)
@@ -213,8 +231,9 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 
 	d->epfd = epoll_create1(EPOLL_CLOEXEC);
 	d->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	d->cfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	d->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (d->epfd < 0 || d->tfd < 0 || d->sfd < 0) {
+	if (d->epfd < 0 || d->tfd < 0 || d->cfd < 0 || d->sfd < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot set up the event loop: %s", strerror(-ret));
 		return ret;
@@ -224,7 +243,8 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 		arm(d, mono_ns());
 	if ((ret = add_fd(d->epfd, bpf_ctx_rb_fd(&d->bpf), EV_RB)) ||
 	    (ret = add_fd(d->epfd, d->bell.efd, EV_DOORBELL)) ||
-	    (ret = add_fd(d->epfd, d->tfd, EV_TIMER)) || (ret = add_fd(d->epfd, d->sfd, EV_SIGNAL))) {
+	    (ret = add_fd(d->epfd, d->tfd, EV_TIMER)) || (ret = add_fd(d->epfd, d->cfd, EV_CREDIT)) ||
+	    (ret = add_fd(d->epfd, d->sfd, EV_SIGNAL))) {
 		snprintf(err, errlen, "cannot set up the event loop: %s", strerror(-ret));
 		return ret;
 	}
@@ -299,6 +319,7 @@ static int loop(struct daemon *d)
 		bool fold = false, credit = false;
 		uint64_t now;
 
+		schedule_credit(d);
 		if (poll_now) {
 			timeout = 0;
 		} else if (d->credit_pending) {
@@ -359,9 +380,14 @@ static int loop(struct daemon *d)
 				}
 				if (d->pub.armed && now >= d->armed_until && !d->o->always_armed)
 					disarm(d);
-				/* Slow idle credit for them (BRIEF §4), only while someone waits. */
+				break;
+			case EV_CREDIT:
+				if (read(d->cfd, &v, sizeof(v)) < 0)
+					break;
+				d->credit_due = 0; /* one-shot: it fired, it is unset */
+				/* Still armed, and the hold still that old (a pass may have moved it)? */
 				if (d->pub.armed &&
-				    publisher_idle_holds_back(&d->pub, now,
+				    publisher_idle_holds_back(&d->pub, mono_ns(),
 							      d->o->idle_credit_interval_ns))
 					d->credit_pending = true;
 				break;
@@ -411,7 +437,7 @@ int daemon_run(const struct barrierd_options *o)
 
 	memset(&d, 0, sizeof(d));
 	d.o = o;
-	d.epfd = d.tfd = d.sfd = d.online_fd = -1;
+	d.epfd = d.tfd = d.sfd = d.cfd = d.online_fd = -1;
 	d.notify.fd = -1;
 	d.bell.efd = -1;
 	d.sf.fd = d.sf.lock_fd = -1;
@@ -446,6 +472,8 @@ int daemon_run(const struct barrierd_options *o)
 		close(d.epfd);
 	if (d.tfd >= 0)
 		close(d.tfd);
+	if (d.cfd >= 0)
+		close(d.cfd);
 	if (d.sfd >= 0)
 		close(d.sfd);
 	if (d.online_fd >= 0)

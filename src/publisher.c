@@ -176,14 +176,19 @@ static void wake(struct publisher *p, uint64_t *word)
 	p->futex_wakes++;
 }
 
-bool publisher_idle_holds_back(const struct publisher *p, uint64_t now_ns, uint64_t age_ns)
+uint64_t publisher_idle_hold(const struct publisher *p)
 {
-	if (now_ns < p->g_ns + age_ns)
-		return false;
 	for (uint64_t c = 0; c < p->ncpu; c++)
 		if (p->ns[c] == p->g_ns && p->state[c] != BARRIERD_CPU_BUSY)
-			return true;
-	return false;
+			return p->g_ns;
+	return 0;
+}
+
+bool publisher_idle_holds_back(const struct publisher *p, uint64_t now_ns, uint64_t age_ns)
+{
+	uint64_t held = publisher_idle_hold(p);
+
+	return held && now_ns >= held + age_ns;
 }
 
 void publisher_set_armed(struct publisher *p, bool armed)
