@@ -21,7 +21,7 @@
 #   3 waiters    1, 10, 100, 1000 threads blocked on one barrier
 #   4 cpu        daemon CPU (schedstat): idle and loaded, each with no waiter, a waiter doing 100
 #                barriers/s and one looping; a context-switching load without and with a waiter;
-#                a doorbell flood by user nobody at the default and a lower --max-credit-rate
+#                a doorbell flood by user nobody at the default and at --max-credit-rate 10000
 #   5 getpid     getpid() cost: no daemon, empty program, daemon default, daemon + sys_enter
 #   6 bpf        BPF cost per hit per program and tracepoint against a baseline program, each
 #                alone in rotating windows (kernel.bpf_stats_enabled=1 for this section only)
@@ -397,30 +397,31 @@ if want 4; then
 	chmod 0755 "$tmp/bench_flood"
 	wait_disarmed
 	sleep 1
-	cpu_window idle-no-waiters "$(scale 60 10)" 10000
-	cpu_window idle-waiter-100/s "$(scale 15 5)" 10000 "$build/bench/bench_util" loop "$state" "$(scale 15 5)" 100
-	cpu_window idle-waiter-loop "$(scale 15 5)" 10000 "$build/bench/bench_util" loop "$state" "$(scale 15 5)"
+	cpu_window idle-no-waiters "$(scale 60 10)" 1000
+	cpu_window idle-waiter-100/s "$(scale 15 5)" 1000 "$build/bench/bench_util" loop "$state" "$(scale 15 5)" 100
+	cpu_window idle-waiter-loop "$(scale 15 5)" 1000 "$build/bench/bench_util" loop "$state" "$(scale 15 5)"
 	start_spinners
 	wait_disarmed
 	sleep 1
-	cpu_window loaded-no-waiters "$(scale 15 5)" 10000
-	cpu_window loaded-waiter-100/s "$(scale 15 5)" 10000 "$build/bench/bench_util" loop "$state" "$(scale 15 5)" 100
-	cpu_window loaded-waiter-loop "$(scale 15 5)" 10000 "$build/bench/bench_util" loop "$state" "$(scale 15 5)"
+	cpu_window loaded-no-waiters "$(scale 15 5)" 1000
+	cpu_window loaded-waiter-100/s "$(scale 15 5)" 1000 "$build/bench/bench_util" loop "$state" "$(scale 15 5)" 100
+	cpu_window loaded-waiter-loop "$(scale 15 5)" 1000 "$build/bench/bench_util" loop "$state" "$(scale 15 5)"
 	stop_spinners
 	# Many events instead of busy CPUs: a thread per CPU sleeping 200 us in a loop.
 	"$build/bench/bench_util" churn 100000 &
 	bg_pids+=($!)
 	wait_disarmed
 	sleep 1
-	cpu_window switching-no-waiters "$(scale 10 5)" 10000
-	cpu_window switching-waiter-100/s "$(scale 10 5)" 10000 "$build/bench/bench_util" loop "$state" "$(scale 10 5)" 100
+	cpu_window switching-no-waiters "$(scale 10 5)" 1000
+	cpu_window switching-waiter-100/s "$(scale 10 5)" 1000 "$build/bench/bench_util" loop "$state" "$(scale 10 5)" 100
 	kill "${bg_pids[-1]}"
 	wait "${bg_pids[-1]}" || true
 	unset 'bg_pids[-1]'
-	cpu_window flood-default-rate "$(scale 15 5)" 10000 flood_with_waiter "$(scale 15 5)"
+	cpu_window flood-default-rate "$(scale 15 5)" 1000 flood_with_waiter "$(scale 15 5)"
 	stop_daemon
-	start_daemon --max-credit-rate 1000
-	cpu_window flood-rate-1000 "$(scale 10 5)" 1000 flood_with_waiter "$(scale 10 5)"
+	# The former default, for comparison: what the cap is worth.
+	start_daemon --max-credit-rate 10000
+	cpu_window flood-rate-10000 "$(scale 10 5)" 10000 flood_with_waiter "$(scale 10 5)"
 	stop_daemon
 	start_daemon
 fi

@@ -16,6 +16,8 @@ struct barrierd {
 	uint64_t open_ns;   /* host CLOCK_MONOTONIC at open: stamps must be later */
 	int64_t timens_off; /* this process's CLOCK_MONOTONIC offset (updated atomically) */
 	uint64_t timens_ino; /* the time namespace that offset belongs to */
+	int timens_fd;       /* an fd on that namespace, or -1: pins its inode number */
+	uint64_t valid_after; /* ns stamps at or below: refused (open_ns, raised by a move) */
 	unsigned fork_gen;   /* bd_fork_gen when timens_off was read */
 	int fallback;
 	int64_t fallback_after_ns;
@@ -64,6 +66,12 @@ uint64_t bd_clock_raw(void);
  */
 int bd_timens_offset(int64_t *off, uint64_t *ino);
 
+/*
+ * Learn this process's offset and pin its namespace (an open fd keeps the namespace, and so
+ * its inode number, from being freed and reused).  0, or -EPROTO with the offset INT64_MIN.
+ */
+int bd_timens_derive(struct barrierd *b);
+
 /* Bumped in every child after fork(): handles re-derive their offset (see timens.c). */
 extern unsigned bd_fork_gen;
 
@@ -72,9 +80,11 @@ int64_t bd_timens_current(const struct barrierd *b);
 
 /*
  * Has a setns() moved this process to a time namespace with another offset since the handle
- * learnt its own?  -ESTALE (and the handle now holds the new offset) or 0.  One stat() when
- * nothing moved: a namespace's offsets cannot change once a process has entered it, so the
- * same namespace inode means the same offset.
+ * learnt its own?  0; -ESTALE (the handle now holds the new offset, and every ns stamp up to
+ * now is refused: those taken since the move were converted with the old one); or -EPROTO
+ * (the new offset cannot be known).  One stat() when nothing moved: a namespace's offsets
+ * cannot change once a process has entered it, and the pinned namespace's inode number cannot
+ * be reused, so the same inode means the same namespace and the same offset.
  */
 int bd_timens_moved(struct barrierd *b);
 

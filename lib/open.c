@@ -85,6 +85,7 @@ static int check_times(struct barrierd *b)
 		return -ESTALE;
 #endif
 	b->open_ns = now;
+	b->valid_after = now;
 	return 0;
 }
 
@@ -109,7 +110,8 @@ BDLIB_EXPORT int barrierd_open_opts(struct barrierd **out, const char *path,
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
-	ret = bd_timens_offset(&b->timens_off, &b->timens_ino);
+	b->timens_fd = -1;
+	ret = bd_timens_derive(b);
 	if (ret)
 		goto fail;
 	b->fork_gen = __atomic_load_n(&bd_fork_gen, __ATOMIC_RELAXED);
@@ -166,6 +168,8 @@ BDLIB_EXPORT void barrierd_close(struct barrierd *b)
 		return;
 	if (b->hdr)
 		munmap((void *)b->hdr, b->size);
+	if (b->timens_fd >= 0)
+		close(b->timens_fd);
 	free(b);
 }
 

@@ -44,8 +44,12 @@ BDLIB_EXPORT uint64_t barrierd_stamp_vtime(const struct barrierd *b)
 
 BDLIB_EXPORT bool barrierd_passed(const struct barrierd *b, uint64_t stamp_ns)
 {
-	/* Strictly greater: a value equal to the stamp is not evidence. */
-	return stamp_ns > b->open_ns && bd_trusted(b, &b->hdr->last_interrupt_ns, 0) > stamp_ns;
+	/*
+	 * Strictly greater: a value equal to the stamp is not evidence.  valid_after is open_ns,
+	 * raised past every stamp converted with an outdated time-namespace offset.
+	 */
+	return stamp_ns > __atomic_load_n(&b->valid_after, __ATOMIC_RELAXED) &&
+	       bd_trusted(b, &b->hdr->last_interrupt_ns, 0) > stamp_ns;
 }
 
 BDLIB_EXPORT bool barrierd_passed_vtime(const struct barrierd *b, uint64_t vtime)

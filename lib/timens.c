@@ -3,6 +3,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -67,39 +68,69 @@ int64_t bd_timens_current(const struct barrierd *b)
 	unsigned gen = __atomic_load_n(&bd_fork_gen, __ATOMIC_RELAXED);
 
 	if (__atomic_load_n(&m->fork_gen, __ATOMIC_RELAXED) != gen) {
-		int64_t off;
-		uint64_t ino;
-
 		/* Once per fork; if it cannot be known, leave the stamp such that waits refuse it. */
-		if (bd_timens_offset(&off, &ino) == 0) {
-			__atomic_store_n(&m->timens_off, off, __ATOMIC_RELAXED);
-			__atomic_store_n(&m->timens_ino, ino, __ATOMIC_RELAXED);
-		} else {
-			__atomic_store_n(&m->timens_off, INT64_MIN, __ATOMIC_RELAXED);
-		}
+		bd_timens_derive(m);
 		__atomic_store_n(&m->fork_gen, gen, __ATOMIC_RELAXED);
 	}
 	return __atomic_load_n(&m->timens_off, __ATOMIC_RELAXED);
 }
 
+int bd_timens_derive(struct barrierd *b)
+{
+	struct stat st;
+	int64_t off;
+	uint64_t ino;
+	int fd = -1, old;
+	int ret = bd_timens_offset(&off, &ino);
+
+	if (!ret && ino != 0) {
+		fd = open("/proc/self/ns/time", O_RDONLY | O_CLOEXEC);
+		/* Pin the namespace we read (a single-threaded setns cannot run meanwhile). */
+		if (fd < 0 || fstat(fd, &st) || (uint64_t)st.st_ino != ino)
+			ret = -EPROTO;
+	}
+	if (ret && fd >= 0) {
+		close(fd);
+		fd = -1;
+	}
+	/* Racing derivations (threads of a forked child) each close only what they took out. */
+	old = __atomic_exchange_n(&b->timens_fd, fd, __ATOMIC_ACQ_REL);
+	if (old >= 0)
+		close(old);
+	__atomic_store_n(&b->timens_ino, ret ? 0 : ino, __ATOMIC_RELAXED);
+	__atomic_store_n(&b->timens_off, ret ? INT64_MIN : off, __ATOMIC_RELAXED);
+	return ret;
+}
+
 int bd_timens_moved(struct barrierd *b)
 {
 	struct stat own;
-	int64_t off;
-	uint64_t ino;
+	int64_t old = __atomic_load_n(&b->timens_off, __ATOMIC_RELAXED), now_off;
+	uint64_t ino = __atomic_load_n(&b->timens_ino, __ATOMIC_RELAXED), floor, cur;
 
 	if (stat("/proc/self/ns/time", &own) == 0) {
-		if ((uint64_t)own.st_ino == __atomic_load_n(&b->timens_ino, __ATOMIC_RELAXED))
+		/* Pinned: no other namespace can carry this inode number while our fd is open. */
+		if (ino != 0 && __atomic_load_n(&b->timens_fd, __ATOMIC_RELAXED) >= 0 &&
+		    (uint64_t)own.st_ino == ino)
 			return 0;
-	} else if (errno == ENOENT && __atomic_load_n(&b->timens_ino, __ATOMIC_RELAXED) == 0) {
-		return 0; /* no time namespaces here, as when the handle learnt its offset */
+	} else if (errno == ENOENT && ino == 0 && access("/proc/self/stat", R_OK) == 0) {
+		return 0; /* a kernel without time namespaces, as when the offset was learnt */
 	}
-	/* Another namespace (or none readable): read it all, as the handle did at open. */
-	if (bd_timens_offset(&off, &ino) != 0)
-		return 0;
-	__atomic_store_n(&b->timens_ino, ino, __ATOMIC_RELAXED);
-	if (off == __atomic_load_n(&b->timens_off, __ATOMIC_RELAXED))
-		return 0;
-	__atomic_store_n(&b->timens_off, off, __ATOMIC_RELAXED);
+	/* Another namespace, or nothing readable: learn it all again, or refuse. */
+	if (bd_timens_derive(b))
+		return -EPROTO;
+	now_off = __atomic_load_n(&b->timens_off, __ATOMIC_RELAXED);
+	if (now_off == old)
+		return 0; /* another namespace with the same offset: stamps were right */
+	/*
+	 * Stamps taken since the move were converted with the old offset; they are all at or
+	 * below the host time now (the harmful ones, too early, by the offsets' difference).
+	 * Refuse every ns stamp up to now: -ESTALE from waits, false from passed().
+	 */
+	floor = bd_clock_raw() - (uint64_t)now_off;
+	cur = __atomic_load_n(&b->valid_after, __ATOMIC_RELAXED);
+	while (cur < floor && !__atomic_compare_exchange_n(&b->valid_after, &cur, floor, false,
+							   __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
 	return -ESTALE;
 }

@@ -61,6 +61,9 @@ static int passed(const struct barrierd *b, const struct target *t)
 
 	if (b->ncpu == 0)
 		return 0;
+	/* A ns stamp at or below valid_after may use an outdated namespace offset. */
+	if (t->kind != T_VTIME && t->value <= __atomic_load_n(&b->valid_after, __ATOMIC_RELAXED))
+		return 0;
 	if (bd_trusted(b, global_word(b, t), t->kind == T_VTIME) > t->value)
 		return 1;
 	if (t->kind != T_CPUS)
@@ -207,6 +210,9 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 		int64_t slice = SLICE_NS;
 		uint64_t now, end;
 
+		/* Another thread found that we moved namespace: this stamp cannot be judged. */
+		if (t->kind != T_VTIME && t->value <= __atomic_load_n(&b->valid_after, __ATOMIC_RELAXED))
+			return -ESTALE;
 		if (passed(b, t))
 			return ns_checked ? 0 : bd_timens_moved(b);
 		now = host_now(b);

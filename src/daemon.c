@@ -6,6 +6,7 @@
 #include "log.h"
 #include "notify.h"
 #include "publisher.h"
+#include "rate_limit.h"
 #include "sandbox.h"
 #include "state_file.h"
 #include "timens_check.h"
@@ -36,7 +37,8 @@ struct daemon {
 	struct doorbell bell;
 	int epfd, tfd, sfd, cfd, online_fd;
 	struct notifier notify;
-	uint64_t last_credit_ns;
+	struct rate_limit credit_limit; /* --max-credit-rate, with a burst */
+	uint64_t last_credit_ns;        /* when the latest credit pass ran */
 	uint64_t next_watchdog_ns, next_status_ns, next_probe_ns;
 	uint64_t armed_until, tick_ns;
 	uint64_t credit_due; /* when cfd fires (absolute CLOCK_MONOTONIC), 0: not set */
@@ -84,17 +86,32 @@ static void disarm(struct daemon *d)
 }
 
 /*
- * Slow idle credit for clients that cannot ring (BRIEF §4): while armed, credit as soon as an
- * idle, offline or unknown CPU has held the global value back for the interval, that is at
- * held value + interval exactly, with a one-shot timer.  A periodic check would add up to one
- * more interval (10-20 ms instead of at most 10), and a wake-up per interval even on a loaded
- * machine, where no CPU holds anything back.  Called before every sleep of the main loop.
+ * The credit timer, one-shot, set before every sleep of the main loop to the next moment a
+ * credit pass is due:
+ *  - a pending credit pass (a ring) that the rate limit holds back: when the limit allows it
+ *    (to the nanosecond: an epoll timeout in milliseconds turned a 100 µs gap into 1 ms);
+ *  - slow idle credit for clients that cannot ring (BRIEF §4): while armed, when an idle,
+ *    offline or unknown CPU will have held the global value back for the interval, that is
+ *    at held value + interval exactly.  A periodic check would add up to one more interval
+ *    (10-20 ms instead of at most 10), and a wake-up per interval even on a loaded machine,
+ *    where no CPU holds anything back.
  */
 static void schedule_credit(struct daemon *d)
 {
-	uint64_t held = d->pub.armed && !d->credit_pending ? publisher_idle_hold(&d->pub) : 0;
-	uint64_t due = held ? held + d->o->idle_credit_interval_ns : 0;
+	uint64_t held, due = 0;
 	struct itimerspec its = {{0, 0}, {0, 0}};
+
+	if (d->credit_pending) {
+		due = rate_limit_next(&d->credit_limit, mono_ns());
+	} else if (d->pub.armed && publisher_idle_hold(&d->pub, &held)) {
+		/*
+		 * Counted from the latest credit pass too: a CPU that credit cannot move (UNKNOWN:
+		 * no switch seen on it yet) would otherwise make the due time past forever and
+		 * the credit passes run at the rate limit.
+		 */
+		due = (held > d->last_credit_ns ? held : d->last_credit_ns) +
+		      d->o->idle_credit_interval_ns;
+	}
 
 	if (due == d->credit_due)
 		return;
@@ -222,8 +239,7 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	ret = cpu_hop_all((uint64_t)ncpu);
 	log_debug("hopped across %d online CPUs", ret);
 
-	ret = doorbell_start(&d->bell, &h->doorbell, &d->bpf,
-			     1000000000ULL / (o->max_credit_rate ? o->max_credit_rate : 1));
+	ret = doorbell_start(&d->bell, &h->doorbell, &d->bpf, o->max_credit_rate);
 	if (ret) {
 		snprintf(err, errlen, "cannot start the doorbell thread: %s", strerror(-ret));
 		return ret;
@@ -305,12 +321,12 @@ static int run_pass(struct daemon *d, bool credit)
 
 static int loop(struct daemon *d)
 {
-	const uint64_t min_gap = 1000000000ULL / (d->o->max_credit_rate ? d->o->max_credit_rate : 1);
 	/* A first pass right away: every CPU's state known, and the watermark set if armed. */
 	int poll_now = run_pass(d, true);
 
 	if (poll_now < 0)
 		return poll_now;
+	rate_limit_init(&d->credit_limit, d->o->max_credit_rate, BARRIERD_CREDIT_BURST);
 	d->last_credit_ns = mono_ns();
 
 	for (;;) {
@@ -320,13 +336,8 @@ static int loop(struct daemon *d)
 		uint64_t now;
 
 		schedule_credit(d);
-		if (poll_now) {
+		if (poll_now)
 			timeout = 0;
-		} else if (d->credit_pending) {
-			now = mono_ns();
-			uint64_t due = d->last_credit_ns + min_gap;
-			timeout = due > now ? (int)((due - now + 999999) / 1000000) : 0;
-		}
 		n = epoll_wait(d->epfd, evs, 8, timeout);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -385,9 +396,14 @@ static int loop(struct daemon *d)
 				if (read(d->cfd, &v, sizeof(v)) < 0)
 					break;
 				d->credit_due = 0; /* one-shot: it fired, it is unset */
-				/* Still armed, and the hold still that old (a pass may have moved it)? */
-				if (d->pub.armed &&
-				    publisher_idle_holds_back(&d->pub, mono_ns(),
+				/*
+				 * A pending pass is checked against the limit below.  Otherwise: still
+				 * armed, and the hold still that old (a pass may have moved it)?
+				 */
+				now = mono_ns();
+				if (!d->credit_pending && d->pub.armed &&
+				    now >= d->last_credit_ns + d->o->idle_credit_interval_ns &&
+				    publisher_idle_holds_back(&d->pub, now,
 							      d->o->idle_credit_interval_ns))
 					d->credit_pending = true;
 				break;
@@ -412,13 +428,10 @@ static int loop(struct daemon *d)
 		}
 		if (poll_now)
 			fold = true;
-		if (d->credit_pending) {
-			now = mono_ns();
-			if (now >= d->last_credit_ns + min_gap) {
-				credit = true;
-				d->credit_pending = false;
-				d->last_credit_ns = now;
-			}
+		if (d->credit_pending && rate_limit_take(&d->credit_limit, (now = mono_ns()))) {
+			credit = true;
+			d->credit_pending = false;
+			d->last_credit_ns = now;
 		}
 		if (!fold && !credit)
 			continue;

@@ -2,6 +2,7 @@
 #include "doorbell.h"
 #include "bpf_attach.h"
 #include "log.h"
+#include "rate_limit.h"
 #include "sandbox.h"
 
 #include <errno.h>
@@ -28,7 +29,7 @@ static void *doorbell_main(void *arg)
 {
 	struct doorbell *d = arg;
 	uint32_t tid = 0;
-	uint64_t last = 0;
+	struct rate_limit limit;
 
 	d->start_err = bpf_ctx_whoami(d->bpf, &tid);
 	if (!d->start_err)
@@ -41,8 +42,9 @@ static void *doorbell_main(void *arg)
 	if (d->start_err)
 		return NULL;
 
+	rate_limit_init(&limit, d->rate, BARRIERD_CREDIT_BURST);
 	while (!d->stop) {
-		uint64_t one = 1, now;
+		uint64_t one = 1, now, next;
 		long r = syscall(SYS_futex, (uint32_t *)d->word, FUTEX_WAIT, 0, NULL, NULL, 0);
 
 		if (d->stop)
@@ -53,24 +55,26 @@ static void *doorbell_main(void *arg)
 		if (write(d->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 			log_warn("doorbell: eventfd write failed: %s", strerror(errno));
 		/*
-		 * Flood bound: at most one wake per min_gap_ns.  A ring that arrives while we are
-		 * not waiting returns 0 to its FUTEX_WAKE; its client re-rings (bounded) and
+		 * Flood bound: wake-ups at the credit rate, with the same burst as the credit
+		 * passes.  Once the burst is spent, sit out the gap: a ring that arrives while we
+		 * are not waiting returns 0 to its FUTEX_WAKE; its client re-rings (bounded) and
 		 * otherwise sleeps with a bounded timeout, so a lost ring only delays.
 		 */
 		now = now_ns();
-		if (last && now < last + d->min_gap_ns) {
-			struct timespec ts = {.tv_sec = (time_t)((last + d->min_gap_ns) / 1000000000ULL),
-					      .tv_nsec = (long)((last + d->min_gap_ns) % 1000000000ULL)};
+		if (!rate_limit_take(&limit, now)) {
+			struct timespec ts;
 
+			next = rate_limit_next(&limit, now);
+			ts.tv_sec = (time_t)(next / 1000000000ULL);
+			ts.tv_nsec = (long)(next % 1000000000ULL);
 			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
-			now = now_ns();
+			rate_limit_take(&limit, next);
 		}
-		last = now;
 	}
 	return NULL;
 }
 
-int doorbell_start(struct doorbell *d, uint64_t *word, struct bpf_ctx *bpf, uint64_t min_gap_ns)
+int doorbell_start(struct doorbell *d, uint64_t *word, struct bpf_ctx *bpf, uint64_t rate)
 {
 	pthread_attr_t attr;
 	struct sched_param sp = {.sched_priority = 1};
@@ -79,7 +83,7 @@ int doorbell_start(struct doorbell *d, uint64_t *word, struct bpf_ctx *bpf, uint
 	memset(d, 0, sizeof(*d));
 	d->word = word;
 	d->bpf = bpf;
-	d->min_gap_ns = min_gap_ns;
+	d->rate = rate;
 	d->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (d->efd < 0)
 		return -errno;

@@ -15,7 +15,7 @@ struct bpf_ctx;
 struct doorbell {
 	uint64_t *word;        /* header.doorbell; the daemon never changes its value (0) */
 	int efd;               /* eventfd the main loop polls */
-	uint64_t min_gap_ns;   /* 1 / max credit rate: the bound under a flood */
+	uint64_t rate;         /* --max-credit-rate: wake-ups per second, sustained */
 	struct bpf_ctx *bpf;   /* to learn and register the thread's global tid */
 	pthread_t thread;
 	bool started;
@@ -28,7 +28,7 @@ struct doorbell {
  * Start the thread at SCHED_FIFO 1 when permitted (futex wakes RT waiters first, so flooding
  * thieves waiting on the word cannot starve it).  Returns once the thread registered its tid.
  */
-int doorbell_start(struct doorbell *d, uint64_t *word, struct bpf_ctx *bpf, uint64_t min_gap_ns);
+int doorbell_start(struct doorbell *d, uint64_t *word, struct bpf_ctx *bpf, uint64_t rate);
 void doorbell_stop(struct doorbell *d);
 
 #endif

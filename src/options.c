@@ -28,9 +28,10 @@ static const char usage[] =
 	"                            held the global value back this long, for clients\n"
 	"                            that cannot ring the doorbell (default 10)\n"
 	"      --heartbeat-period MS heartbeat period published in the file (default 100)\n"
-	"      --max-credit-rate N   at most N idle/offline credit passes per second, the\n"
-	"                            bound on the daemon's work under a doorbell flood\n"
-	"                            (default 10000)\n"
+	"      --max-credit-rate N   at most N idle/offline credit passes per second\n"
+	"                            sustained (bursts of up to 32 run at once), the bound\n"
+	"                            on the daemon's work under a doorbell flood\n"
+	"                            (default 1000)\n"
 	"      --always-armed        let busy CPUs signal the daemon even when nobody\n"
 	"                            waits (default: only while a waiter is seen, to keep\n"
 	"                            an unwatched daemon nearly asleep)\n"
@@ -111,7 +112,7 @@ int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, 
 	memset(o, 0, sizeof(*o));
 	o->idle_credit_interval_ns = 10 * 1000000ULL;
 	o->heartbeat_period_ns = 100 * 1000000ULL;
-	o->max_credit_rate = 10000;
+	o->max_credit_rate = 1000;
 	err[0] = 0;
 
 	optind = 0; /* full reset of getopt's state: tests parse several times */

@@ -176,19 +176,22 @@ static void wake(struct publisher *p, uint64_t *word)
 	p->futex_wakes++;
 }
 
-uint64_t publisher_idle_hold(const struct publisher *p)
+bool publisher_idle_hold(const struct publisher *p, uint64_t *held)
 {
-	for (uint64_t c = 0; c < p->ncpu; c++)
-		if (p->ns[c] == p->g_ns && p->state[c] != BARRIERD_CPU_BUSY)
-			return p->g_ns;
-	return 0;
+	for (uint64_t c = 0; c < p->ncpu; c++) {
+		if (p->ns[c] == p->g_ns && p->state[c] != BARRIERD_CPU_BUSY) {
+			*held = p->g_ns;
+			return true;
+		}
+	}
+	return false;
 }
 
 bool publisher_idle_holds_back(const struct publisher *p, uint64_t now_ns, uint64_t age_ns)
 {
-	uint64_t held = publisher_idle_hold(p);
+	uint64_t held;
 
-	return held && now_ns >= held + age_ns;
+	return publisher_idle_hold(p, &held) && now_ns >= held + age_ns;
 }
 
 void publisher_set_armed(struct publisher *p, bool armed)

@@ -80,8 +80,8 @@ int publisher_verify(struct publisher *p);
 /* Refresh the heartbeat. */
 void publisher_heartbeat(struct publisher *p, uint64_t now_ns);
 
-/* The global value, if a CPU that is not busy (idle, offline, unknown, ours) holds it; else 0. */
-uint64_t publisher_idle_hold(const struct publisher *p);
+/* Does a CPU that is not busy (idle, offline, unknown, ours) hold the global value (*held)? */
+bool publisher_idle_hold(const struct publisher *p, uint64_t *held);
 
 /* Does an idle, offline or unknown CPU hold the global value, older than age_ns? */
 bool publisher_idle_holds_back(const struct publisher *p, uint64_t now_ns, uint64_t age_ns);

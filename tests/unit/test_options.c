@@ -45,6 +45,8 @@ static void defaults(void **state)
 	assert_string_equal(o.tps[2].name, "sched/sched_switch");
 	assert_false(o.verbose);
 	assert_int_equal(o.idle_credit_interval_ns, 10000000);
+	assert_int_equal(o.heartbeat_period_ns, 100000000);
+	assert_int_equal(o.max_credit_rate, 1000); /* the flood bound docs/DESIGN.md states */
 }
 
 static void names_replace_defaults(void **state)
