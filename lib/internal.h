@@ -16,6 +16,7 @@ struct barrierd {
 	uint64_t open_ns;   /* host CLOCK_MONOTONIC at open: stamps must be later */
 	int64_t timens_off; /* this process's CLOCK_MONOTONIC offset (updated atomically) */
 	uint64_t timens_ino; /* the time namespace that offset belongs to */
+	uint64_t timens_dev; /* and its device (nsfs): to recognise timens_fd as still ours */
 	int timens_fd;       /* an fd on that namespace, or -1: pins its inode number */
 	uint64_t valid_after; /* ns stamps at or below: refused (open_ns, raised by a move) */
 	unsigned fork_gen;   /* bd_fork_gen when timens_off was read */
@@ -71,6 +72,9 @@ int bd_timens_offset(int64_t *off, uint64_t *ino);
  * its inode number, from being freed and reused).  0, or -EPROTO with the offset INT64_MIN.
  */
 int bd_timens_derive(struct barrierd *b);
+
+/* Close the handle's pinned namespace fd, if the number still refers to it. */
+void bd_timens_unpin(struct barrierd *b);
 
 /* Bumped in every child after fork(): handles re-derive their offset (see timens.c). */
 extern unsigned bd_fork_gen;

@@ -168,8 +168,7 @@ BDLIB_EXPORT void barrierd_close(struct barrierd *b)
 		return;
 	if (b->hdr)
 		munmap((void *)b->hdr, b->size);
-	if (b->timens_fd >= 0)
-		close(b->timens_fd);
+	bd_timens_unpin(b);
 	free(b);
 }
 

@@ -75,12 +75,34 @@ int64_t bd_timens_current(const struct barrierd *b)
 	return __atomic_load_n(&m->timens_off, __ATOMIC_RELAXED);
 }
 
+/*
+ * Close fd if it is still the namespace we pinned (dev, ino): after a fork the child may have
+ * closed its inherited descriptors (closefrom, daemonising) and reused the number.
+ */
+static void unpin(int fd, uint64_t dev, uint64_t ino)
+{
+	struct stat st;
+
+	if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == dev &&
+	    (uint64_t)st.st_ino == ino)
+		close(fd);
+}
+
+void bd_timens_unpin(struct barrierd *b)
+{
+	unpin(__atomic_exchange_n(&b->timens_fd, -1, __ATOMIC_ACQ_REL),
+	      __atomic_load_n(&b->timens_dev, __ATOMIC_RELAXED),
+	      __atomic_load_n(&b->timens_ino, __ATOMIC_RELAXED));
+}
+
 int bd_timens_derive(struct barrierd *b)
 {
 	struct stat st;
 	int64_t off;
-	uint64_t ino;
-	int fd = -1, old;
+	uint64_t ino, dev = 0;
+	uint64_t old_ino = __atomic_load_n(&b->timens_ino, __ATOMIC_RELAXED);
+	uint64_t old_dev = __atomic_load_n(&b->timens_dev, __ATOMIC_RELAXED);
+	int fd = -1;
 	int ret = bd_timens_offset(&off, &ino);
 
 	if (!ret && ino != 0) {
@@ -88,25 +110,36 @@ int bd_timens_derive(struct barrierd *b)
 		/* Pin the namespace we read (a single-threaded setns cannot run meanwhile). */
 		if (fd < 0 || fstat(fd, &st) || (uint64_t)st.st_ino != ino)
 			ret = -EPROTO;
+		else
+			dev = (uint64_t)st.st_dev;
 	}
 	if (ret && fd >= 0) {
 		close(fd);
 		fd = -1;
 	}
 	/* Racing derivations (threads of a forked child) each close only what they took out. */
-	old = __atomic_exchange_n(&b->timens_fd, fd, __ATOMIC_ACQ_REL);
-	if (old >= 0)
-		close(old);
+	unpin(__atomic_exchange_n(&b->timens_fd, fd, __ATOMIC_ACQ_REL), old_dev, old_ino);
 	__atomic_store_n(&b->timens_ino, ret ? 0 : ino, __ATOMIC_RELAXED);
+	__atomic_store_n(&b->timens_dev, dev, __ATOMIC_RELAXED);
 	__atomic_store_n(&b->timens_off, ret ? INT64_MIN : off, __ATOMIC_RELAXED);
 	return ret;
+}
+
+/* Refuse every ns stamp at or below floor from now on (waits: -ESTALE; passed(): false). */
+static void raise_floor(struct barrierd *b, uint64_t floor)
+{
+	uint64_t cur = __atomic_load_n(&b->valid_after, __ATOMIC_RELAXED);
+
+	while (cur < floor && !__atomic_compare_exchange_n(&b->valid_after, &cur, floor, false,
+							   __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
 }
 
 int bd_timens_moved(struct barrierd *b)
 {
 	struct stat own;
 	int64_t old = __atomic_load_n(&b->timens_off, __ATOMIC_RELAXED), now_off;
-	uint64_t ino = __atomic_load_n(&b->timens_ino, __ATOMIC_RELAXED), floor, cur;
+	uint64_t ino = __atomic_load_n(&b->timens_ino, __ATOMIC_RELAXED);
 
 	if (stat("/proc/self/ns/time", &own) == 0) {
 		/* Pinned: no other namespace can carry this inode number while our fd is open. */
@@ -117,20 +150,20 @@ int bd_timens_moved(struct barrierd *b)
 		return 0; /* a kernel without time namespaces, as when the offset was learnt */
 	}
 	/* Another namespace, or nothing readable: learn it all again, or refuse. */
-	if (bd_timens_derive(b))
+	if (bd_timens_derive(b)) {
+		/* Whatever was stamped since cannot be judged, and nothing later either. */
+		raise_floor(b, UINT64_MAX);
 		return -EPROTO;
+	}
 	now_off = __atomic_load_n(&b->timens_off, __ATOMIC_RELAXED);
 	if (now_off == old)
 		return 0; /* another namespace with the same offset: stamps were right */
 	/*
-	 * Stamps taken since the move were converted with the old offset; they are all at or
-	 * below the host time now (the harmful ones, too early, by the offsets' difference).
-	 * Refuse every ns stamp up to now: -ESTALE from waits, false from passed().
+	 * Stamps taken since the move were converted with the old offset.  Too early by the
+	 * offsets' difference (the harm): all at or below the host time now, refused from now on.
+	 * Too late (a move to a namespace ahead): above the host time, which no genuine stamp
+	 * can be, so the wait refuses them itself (wait.c).
 	 */
-	floor = bd_clock_raw() - (uint64_t)now_off;
-	cur = __atomic_load_n(&b->valid_after, __ATOMIC_RELAXED);
-	while (cur < floor && !__atomic_compare_exchange_n(&b->valid_after, &cur, floor, false,
-							   __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		;
+	raise_floor(b, bd_clock_raw() - (uint64_t)now_off);
 	return -ESTALE;
 }

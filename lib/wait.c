@@ -189,13 +189,45 @@ static void sleep_on(const struct barrierd *b, const struct target *t, const uin
 		0);
 }
 
-static int wait_common(struct barrierd *b, const struct target *t, int64_t timeout_ns)
+/*
+ * A setns() may have moved us to another time namespace: ns stamps taken since were
+ * converted with the old offset and cannot be judged (bd_timens_moved: -ESTALE, and the
+ * floor raised over them; -EPROTO if the new offset cannot be known).  Checked once per slow
+ * path, after the ring, so its /proc lookup (tens of microseconds on a cold CPU) overlaps the
+ * daemon's answer instead of delaying the ring; and before any success of the slow path, so
+ * no stale stamp is reported passed by it.  A vtime target does not depend on the clock: a
+ * move only refreshes the offset (for deadlines and liveness).
+ */
+static int ns_check(struct barrierd *b, const struct target *t, bool *checked)
+{
+	int ret;
+
+	if (*checked)
+		return 0;
+	*checked = true;
+	ret = bd_timens_moved(b);
+	if (ret == -ESTALE && t->kind == T_VTIME)
+		return 0;
+	/* A stamp above the host time was converted with an offset too small: never genuine. */
+	if (ret == 0 && t->kind != T_VTIME && t->value > host_now(b))
+		return -ESTALE;
+	return ret;
+}
+
+/* fresh: the stamp was just taken by barrierd_barrier(), which then pays for a move check. */
+static int wait_common(struct barrierd *b, const struct target *t, int64_t timeout_ns, bool fresh)
 {
 	uint64_t start, deadline, fb_deadline;
 	bool ns_checked = false;
 
-	if (passed(b, t))
-		return 0; /* the fast path: loads only */
+	if (passed(b, t)) {
+		/*
+		 * The fast path: loads only.  A fresh stamp seldom passes at once, so the
+		 * barrier can afford the check there (a caller's own stamp cannot: rule out
+		 * namespace moves by re-opening the handle, docs/CLIENT.md).
+		 */
+		return fresh ? ns_check(b, t, &ns_checked) : 0;
+	}
 	if (bd_timens_current(b) == INT64_MIN)
 		return -EPROTO; /* our time namespace's offset cannot be known */
 
@@ -209,14 +241,22 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 		uint32_t snap = bd_load_low(global_word(b, t));
 		int64_t slice = SLICE_NS;
 		uint64_t now, end;
+		int ret;
 
-		/* Another thread found that we moved namespace: this stamp cannot be judged. */
+		/* A move (found by any thread) puts this stamp under the floor: not judged. */
 		if (t->kind != T_VTIME && t->value <= __atomic_load_n(&b->valid_after, __ATOMIC_RELAXED))
 			return -ESTALE;
 		if (passed(b, t))
-			return ns_checked ? 0 : bd_timens_moved(b);
+			return ns_check(b, t, &ns_checked);
 		now = host_now(b);
 		if (!bd_live(b, now)) {
+			/* A move to a namespace ahead makes the heartbeat look old: rule it out. */
+			if (!ns_checked) {
+				ret = ns_check(b, t, &ns_checked);
+				if (ret)
+					return ret;
+				continue;
+			}
 			if (b->fallback == BARRIERD_FALLBACK_MEMBARRIER)
 				return bd_fallback_membarrier();
 			return -ESTALE;
@@ -227,20 +267,9 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 			return -ETIMEDOUT;
 		if (need_ring(b, t) && !ring(b, t))
 			slice = LOST_RING_SLICE_NS;
-		/*
-		 * A setns() may have moved us to another time namespace: a stamp taken before the
-		 * move was converted with the old offset and cannot be judged (-ESTALE).  Checked
-		 * once per slow path, after the ring, so its /proc lookup (tens of microseconds on
-		 * a cold CPU) overlaps the daemon's answer instead of delaying the ring; and before
-		 * any success of the slow path, so no stale stamp is ever reported passed.
-		 */
-		if (!ns_checked) {
-			int ret = bd_timens_moved(b);
-
-			if (ret)
-				return ret;
-			ns_checked = true;
-		}
+		ret = ns_check(b, t, &ns_checked);
+		if (ret)
+			return ret;
 		if (passed(b, t))
 			return 0;
 		end = deadline < fb_deadline ? deadline : fb_deadline;
@@ -258,7 +287,7 @@ BDLIB_EXPORT int barrierd_wait(struct barrierd *b, uint64_t stamp_ns, int64_t ti
 		return -EINVAL;
 	if (stamp_ns <= b->open_ns)
 		return -EINVAL; /* could be passed by a value we never checked */
-	return wait_common(b, &t, timeout_ns);
+	return wait_common(b, &t, timeout_ns, false);
 }
 
 BDLIB_EXPORT int barrierd_wait_vtime(struct barrierd *b, uint64_t vtime, int64_t timeout_ns)
@@ -267,7 +296,7 @@ BDLIB_EXPORT int barrierd_wait_vtime(struct barrierd *b, uint64_t vtime, int64_t
 
 	if (!b)
 		return -EINVAL;
-	return wait_common(b, &t, timeout_ns);
+	return wait_common(b, &t, timeout_ns, false);
 }
 
 BDLIB_EXPORT int barrierd_wait_cpus(struct barrierd *b, uint64_t stamp_ns, const void *cpus,
@@ -279,17 +308,27 @@ BDLIB_EXPORT int barrierd_wait_cpus(struct barrierd *b, uint64_t stamp_ns, const
 		return -EINVAL;
 	if (stamp_ns <= b->open_ns)
 		return -EINVAL;
-	return wait_common(b, &t, timeout_ns);
+	return wait_common(b, &t, timeout_ns, false);
 }
 
 BDLIB_EXPORT int barrierd_barrier(struct barrierd *b, int64_t timeout_ns)
 {
-	uint64_t t;
+	struct target t = {.kind = T_NS};
 
 	if (!b)
 		return -EINVAL;
-	/* A stamp equal to open_ns would be refused; the clock moves on within nanoseconds. */
-	while ((t = barrierd_stamp_ns(b)) <= b->open_ns)
+	/*
+	 * A stamp equal to open_ns would be refused; the clock moves on within nanoseconds.
+	 * Only a clock behind the one at open keeps it there: a move to a namespace behind.
+	 */
+	for (int i = 0; (t.value = barrierd_stamp_ns(b)) <= b->open_ns; i++) {
+		if (i == 1000) {
+			bool checked = false;
+			int ret = ns_check(b, &t, &checked);
+
+			return ret ? ret : -ESTALE;
+		}
 		__builtin_ia32_pause();
-	return barrierd_wait(b, t, timeout_ns);
+	}
+	return wait_common(b, &t, timeout_ns, true);
 }

@@ -134,56 +134,75 @@ static void time_namespace_client(void **state)
 }
 
 /*
- * A single-threaded client moves itself into a time namespace whose clock is 0.2 s behind,
- * with setns().  Its next ns stamp is still converted with the old offset (0), so it is 0.2 s
- * too early; the first slow path (here a wait for a vtime far ahead) must notice the move
- * (-ESTALE) and from then on refuse every ns stamp up to that moment, in waits (-ESTALE) and
- * in barrierd_passed(); a fresh stamp, converted with the new offset, completes.
+ * A single-threaded client moves itself with setns() into a time namespace whose clock is
+ * 0.2 s behind (or ahead of) the one it opened the handle in.  Its stamps are still converted
+ * with the old offset until the library notices the move, so one taken now (s1) is 0.2 s too
+ * early (or too late).  barrierd_barrier() must notice the move (-ESTALE) whether or not its
+ * stamp would pass on the fast path; from then on s1 must be refused by waits (-ESTALE) and,
+ * when too early, by barrierd_passed(); a vtime wait is unaffected, and a fresh stamp,
+ * converted with the new offset, completes.
  */
-static void time_namespace_setns(void **state)
+static int setns_child(const char *offs)
 {
-	pid_t pid;
+	struct timespec pause = {0, 300000000};
+	struct barrierd *b;
+	uint64_t s1, s2, v;
+	int fd;
+
+	if (barrierd_open(&b, H.state))
+		return 10;
+	nanosleep(&pause, NULL); /* so that a too-early stamp is still after open_ns */
+	if (unshare(CLONE_NEWTIME))
+		return 11;
+	fd = open("/proc/self/timens_offsets", O_WRONLY);
+	if (fd < 0 || write(fd, offs, strlen(offs)) != (ssize_t)strlen(offs))
+		return 12;
+	close(fd);
+	fd = open("/proc/self/ns/time_for_children", O_RDONLY);
+	if (fd < 0 || setns(fd, CLONE_NEWTIME))
+		return 13;
+	close(fd);
+	s1 = barrierd_stamp_ns(b);
+	if (barrierd_barrier(b, 5000000000LL) != -ESTALE)
+		return 14;
+	if (barrierd_passed(b, s1))
+		return 15;
+	if (barrierd_wait(b, s1, 5000000000LL) != -ESTALE)
+		return 16;
+	v = barrierd_stamp_vtime(b);
+	if (barrierd_wait_vtime(b, v, 5000000000LL) != 0)
+		return 17;
+	s2 = barrierd_stamp_ns(b);
+	if (barrierd_wait(b, s2, 5000000000LL) != 0 || !barrierd_passed(b, s2))
+		return 18;
+	if (barrierd_barrier(b, 5000000000LL) != 0)
+		return 19;
+	barrierd_close(b);
+	return 0;
+}
+
+static void setns_case(const char *offs)
+{
+	pid_t pid = fork();
 	int st;
 
-	(void)state;
-	pid = fork();
-	if (pid == 0) {
-		const char *offs = "monotonic -1 800000000\n"; /* -0.2 s */
-		struct timespec pause = {0, 300000000};
-		struct barrierd *b;
-		uint64_t s1, s2, v;
-		int fd;
-
-		if (barrierd_open(&b, H.state))
-			_exit(10);
-		nanosleep(&pause, NULL); /* so that the too-early stamp is still after open_ns */
-		if (unshare(CLONE_NEWTIME))
-			_exit(11);
-		fd = open("/proc/self/timens_offsets", O_WRONLY);
-		if (fd < 0 || write(fd, offs, strlen(offs)) != (ssize_t)strlen(offs))
-			_exit(12);
-		close(fd);
-		fd = open("/proc/self/ns/time_for_children", O_RDONLY);
-		if (fd < 0 || setns(fd, CLONE_NEWTIME))
-			_exit(13);
-		close(fd);
-		s1 = barrierd_stamp_ns(b);
-		v = barrierd_stamp_vtime(b);
-		if (barrierd_wait_vtime(b, v + 1000000000, 5000000000LL) != -ESTALE)
-			_exit(14);
-		if (barrierd_passed(b, s1))
-			_exit(15);
-		if (barrierd_wait(b, s1, 5000000000LL) != -ESTALE)
-			_exit(16);
-		s2 = barrierd_stamp_ns(b);
-		if (s2 <= s1 || barrierd_wait(b, s2, 5000000000LL) != 0 || !barrierd_passed(b, s2))
-			_exit(17);
-		barrierd_close(b);
-		_exit(0);
-	}
+	if (pid == 0)
+		_exit(setns_child(offs));
 	st = h_reap(pid, 20);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+static void time_namespace_setns_behind(void **state)
+{
+	(void)state;
+	setns_case("monotonic -1 800000000\n"); /* -0.2 s */
+}
+
+static void time_namespace_setns_ahead(void **state)
+{
+	(void)state;
+	setns_case("monotonic 0 200000000\n"); /* +0.2 s */
 }
 
 struct waiter {
@@ -258,7 +277,8 @@ int main(void)
 	test_require_root();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(time_namespace_client, setup, teardown),
-		cmocka_unit_test_setup_teardown(time_namespace_setns, setup, teardown),
+		cmocka_unit_test_setup_teardown(time_namespace_setns_behind, setup, teardown),
+		cmocka_unit_test_setup_teardown(time_namespace_setns_ahead, setup, teardown),
 		cmocka_unit_test_setup_teardown(eight_waiters, setup, teardown),
 		cmocka_unit_test_setup_teardown(killed_daemon, setup, teardown),
 	};
