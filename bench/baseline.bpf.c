@@ -4,6 +4,8 @@
  * useful evidence program costs on the same tracepoint.
  *   baseline_stamp  stores bpf_ktime_get_ns() into this CPU's slot (a plain store): the
  *                   program the daemon's ones are compared with (target: within 25 %);
+ *   baseline_xchg   the same with the stamp exchanged in (xchg, as rule 1 requires): what the
+ *                   locked instruction alone costs over the plain store;
  *   baseline_empty  does nothing: the floor of a raw tracepoint program (the getpid table).
  * Loaded and attached one at a time by bench_bpf.
  */
@@ -29,6 +31,17 @@ int baseline_stamp(void *ctx)
 
 	if (slot)
 		*(volatile __u64 *)&slot->stamp = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("raw_tp")
+int baseline_xchg(void *ctx)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct barrierd_slot *slot = bpf_map_lookup_elem(&slots, &cpu);
+
+	if (slot)
+		__sync_lock_test_and_set(&slot->stamp, bpf_ktime_get_ns());
 	return 0;
 }
 

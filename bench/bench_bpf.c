@@ -2,7 +2,7 @@
 /*
  * bench_bpf: the baseline programs' loader, and a reader of the daemon's programs' statistics.
  *
- *   bench_bpf attach stamp|empty CAT/NAME SECONDS
+ *   bench_bpf attach stamp|xchg|empty CAT/NAME SECONDS
  *       Load bench/baseline.bpf.c, attach the one program to the raw tracepoint, and after
  *       SECONDS print "PROG TP run_cnt run_time_ns seconds" (the deltas over the window; the
  *       counters move only while kernel.bpf_stats_enabled is 1).  SECONDS 0: print "attached",
@@ -55,14 +55,18 @@ static int cmd_attach(const char *which, const char *tp, double secs)
 		return 1;
 	if (!strcmp(which, "stamp")) {
 		prog = skel->progs.baseline_stamp;
-		bpf_program__set_autoload(skel->progs.baseline_empty, false);
+	} else if (!strcmp(which, "xchg")) {
+		prog = skel->progs.baseline_xchg;
 	} else if (!strcmp(which, "empty")) {
 		prog = skel->progs.baseline_empty;
-		bpf_program__set_autoload(skel->progs.baseline_stamp, false);
 	} else {
-		fprintf(stderr, "bench_bpf: unknown program '%s' (stamp or empty)\n", which);
+		fprintf(stderr, "bench_bpf: unknown program '%s' (stamp, xchg or empty)\n", which);
 		return 64;
 	}
+	/* Only the chosen program is loaded: never two in the kernel at once. */
+	bpf_program__set_autoload(skel->progs.baseline_stamp, prog == skel->progs.baseline_stamp);
+	bpf_program__set_autoload(skel->progs.baseline_xchg, prog == skel->progs.baseline_xchg);
+	bpf_program__set_autoload(skel->progs.baseline_empty, prog == skel->progs.baseline_empty);
 	if (bench_baseline_bpf__load(skel)) {
 		fprintf(stderr, "bench_bpf: cannot load the baseline: %s\n", strerror(errno));
 		return 1;
@@ -210,6 +214,7 @@ int main(int argc, char **argv)
 		return cmd_stats(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "slots"))
 		return cmd_slots(argv[2]);
-	fprintf(stderr, "usage: bench_bpf attach stamp|empty CAT/NAME SECONDS | stats PID | slots PID\n");
+	fprintf(stderr,
+		"usage: bench_bpf attach stamp|xchg|empty CAT/NAME SECONDS | stats PID | slots PID\n");
 	return 64;
 }

@@ -473,7 +473,7 @@ if want 6; then
 	stats_saved=$(cat /proc/sys/kernel/bpf_stats_enabled)
 	sysctl -q -w kernel.bpf_stats_enabled=1 >/dev/null
 	win=$(scale 3 1)
-	rots=$(scale 2 1)
+	rots=$(scale 3 1)
 	stop_daemon
 	# A steady stream of events on every CPU: a thread per CPU sleeping 200 us in a loop.
 	"$build/bench/bench_util" churn 100000 &
@@ -482,11 +482,18 @@ if want 6; then
 	echo "rotation,tracepoint,program,run_cnt,run_time_ns,seconds" >"$out/bpf_cost.csv"
 	for r in $(seq "$rots"); do
 		for tp in irq/softirq_entry irq_vectors/local_timer_entry sched/sched_switch raw_syscalls/sys_enter; do
-			if [ $((r % 2)) -eq 1 ]; then order="daemon baseline"; else order="baseline daemon"; fi
+			# Rotate the order, so that no program always follows another.
+			case $((r % 3)) in
+			1) order="daemon baseline xchg" ;;
+			2) order="baseline xchg daemon" ;;
+			0) order="xchg daemon baseline" ;;
+			esac
 			for who in $order; do
 				log "BPF cost rotation $r: $tp, $who alone"
-				if [ "$who" = baseline ]; then
-					"$build/bench/bench_bpf" attach stamp "$tp" "$win" |
+				if [ "$who" != daemon ]; then
+					what=stamp
+					[ "$who" = xchg ] && what=xchg
+					"$build/bench/bench_bpf" attach "$what" "$tp" "$win" |
 						awk -v r="$r" -v tp="$tp" '{print r "," tp "," $1 "," $3 "," $4 "," $5}' \
 							>>"$out/bpf_cost.csv"
 					continue
