@@ -18,6 +18,7 @@ struct barrierd {
 	uint64_t timens_ino; /* the time namespace that offset belongs to */
 	uint64_t timens_dev; /* and its device (nsfs): to recognise timens_fd as still ours */
 	int timens_fd;       /* an fd on that namespace, or -1: pins its inode number */
+	unsigned timens_seq; /* bumped after every change of timens_off: stamps retry across one */
 	uint64_t valid_after; /* ns stamps at or below: refused (open_ns, raised by a move) */
 	unsigned fork_gen;   /* bd_fork_gen when timens_off was read */
 	int fallback;

@@ -18,8 +18,21 @@ BDLIB_EXPORT uint64_t barrierd_stamp_ns(const struct barrierd *b)
 	 * fork, and on a wait's slow path).  An offset that could not be known (INT64_MIN) makes
 	 * a stamp in the far future, which no published value can pass.
 	 */
-	int64_t off = bd_timens_current(b);
-	uint64_t now = bd_clock_raw();
+	int64_t off;
+	uint64_t now;
+	unsigned seq;
+
+	/*
+	 * Offset and clock from one moment: if another thread changed the offset meanwhile (a
+	 * namespace move noticed), take both again.  LFENCE keeps the second load of the
+	 * sequence from being performed before the clock read.
+	 */
+	do {
+		seq = __atomic_load_n(&b->timens_seq, __ATOMIC_ACQUIRE);
+		off = bd_timens_current(b);
+		now = bd_clock_raw();
+		__asm__ __volatile__("lfence" ::: "memory");
+	} while (__atomic_load_n(&b->timens_seq, __ATOMIC_ACQUIRE) != seq);
 
 #ifdef BARRIERD_MUTANT_NO_TIMENS /* mutant for tests/audit: breaks rule 5 (time namespaces) */
 	off = 0;

@@ -10,7 +10,25 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* PROC_TIME_INIT_INO: the initial time namespace's fixed inode number; it has no offsets. */
+#define TIME_INIT_INO 0xEFFFFFFAULL
+
 unsigned bd_fork_gen;
+/* The forking thread's own time namespace at the latest fork() (0: unknown). */
+static uint64_t fork_parent_ino;
+
+/* This thread's time namespace (thread-self: it exists even after the main thread exited). */
+static int own_ns(struct stat *st)
+{
+	return stat("/proc/thread-self/ns/time", st) ? -errno : 0;
+}
+
+static void before_fork(void)
+{
+	struct stat st;
+
+	__atomic_store_n(&fork_parent_ino, own_ns(&st) ? 0 : (uint64_t)st.st_ino, __ATOMIC_RELAXED);
+}
 
 static void after_fork_child(void)
 {
@@ -20,7 +38,7 @@ static void after_fork_child(void)
 
 __attribute__((constructor)) static void register_fork_handler(void)
 {
-	pthread_atfork(NULL, NULL, after_fork_child);
+	pthread_atfork(before_fork, NULL, after_fork_child);
 }
 
 int bd_timens_offset(int64_t *off, uint64_t *ino)
@@ -32,15 +50,18 @@ int bd_timens_offset(int64_t *off, uint64_t *ino)
 
 	*off = 0;
 	*ino = 0;
-	if (stat("/proc/self/ns/time", &own) == 0) {
+	if (own_ns(&own) == 0) {
 		/*
 		 * timens_offsets shows the offsets of time_for_children.  After unshare of a time
 		 * namespace they are not ours (our own clock did not move): refuse rather than
 		 * subtract someone else's offset.
 		 */
-		if (stat("/proc/self/ns/time_for_children", &children) || own.st_ino != children.st_ino)
+		if (stat("/proc/thread-self/ns/time_for_children", &children) ||
+		    own.st_ino != children.st_ino)
 			return -EPROTO;
 		*ino = own.st_ino;
+		if (*ino == TIME_INIT_INO)
+			return 0; /* the initial namespace: no offsets, nothing to read */
 	} else if (errno != ENOENT || access("/proc/self/stat", R_OK) != 0) {
 		return -EPROTO; /* no /proc: we cannot know our offset */
 	}
@@ -59,20 +80,7 @@ int bd_timens_offset(int64_t *off, uint64_t *ino)
 		}
 	}
 	fclose(f);
-	return -EPROTO;
-}
-
-int64_t bd_timens_current(const struct barrierd *b)
-{
-	struct barrierd *m = (struct barrierd *)b; /* a cache, not the handle's meaning */
-	unsigned gen = __atomic_load_n(&bd_fork_gen, __ATOMIC_RELAXED);
-
-	if (__atomic_load_n(&m->fork_gen, __ATOMIC_RELAXED) != gen) {
-		/* Once per fork; if it cannot be known, leave the stamp such that waits refuse it. */
-		bd_timens_derive(m);
-		__atomic_store_n(&m->fork_gen, gen, __ATOMIC_RELAXED);
-	}
-	return __atomic_load_n(&m->timens_off, __ATOMIC_RELAXED);
+	return -EPROTO; /* e.g. the main thread exited: the file reads empty */
 }
 
 /*
@@ -95,10 +103,30 @@ void bd_timens_unpin(struct barrierd *b)
 	      __atomic_load_n(&b->timens_ino, __ATOMIC_RELAXED));
 }
 
-int bd_timens_derive(struct barrierd *b)
+/* Refuse every ns stamp at or below floor from now on (waits: -ESTALE; passed(): false). */
+static void raise_floor(struct barrierd *b, uint64_t floor)
+{
+	uint64_t cur = __atomic_load_n(&b->valid_after, __ATOMIC_RELAXED);
+
+	while (cur < floor && !__atomic_compare_exchange_n(&b->valid_after, &cur, floor, false,
+							   __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+}
+
+/*
+ * Learn this process's offset and pin its namespace (an open fd keeps the namespace, and so
+ * its inode number, from being freed and reused).  floor_on_change: the old offset may have
+ * converted stamps since a move (a move noticed late); if the offset changes, refuse every ns
+ * stamp up to now.  Publication order, for threads that stamp or check meanwhile: the offset
+ * (and timens_seq, which makes a stamp taken across the change retry), then the floor (from a
+ * clock read after the offset), then the namespace's inode (a thread that sees the new inode
+ * sees the floor).  Two threads deriving at once (a forked child's) stay correct; the loser's
+ * pinned fd may leak.
+ */
+static int derive(struct barrierd *b, bool floor_on_change)
 {
 	struct stat st;
-	int64_t off;
+	int64_t off, old = __atomic_load_n(&b->timens_off, __ATOMIC_RELAXED);
 	uint64_t ino, dev = 0;
 	uint64_t old_ino = __atomic_load_n(&b->timens_ino, __ATOMIC_RELAXED);
 	uint64_t old_dev = __atomic_load_n(&b->timens_dev, __ATOMIC_RELAXED);
@@ -106,7 +134,7 @@ int bd_timens_derive(struct barrierd *b)
 	int ret = bd_timens_offset(&off, &ino);
 
 	if (!ret && ino != 0) {
-		fd = open("/proc/self/ns/time", O_RDONLY | O_CLOEXEC);
+		fd = open("/proc/thread-self/ns/time", O_RDONLY | O_CLOEXEC);
 		/* Pin the namespace we read (a single-threaded setns cannot run meanwhile). */
 		if (fd < 0 || fstat(fd, &st) || (uint64_t)st.st_ino != ino)
 			ret = -EPROTO;
@@ -117,53 +145,73 @@ int bd_timens_derive(struct barrierd *b)
 		close(fd);
 		fd = -1;
 	}
-	/* Racing derivations (threads of a forked child) each close only what they took out. */
+	if (ret)
+		off = INT64_MIN; /* unknown: stamps no barrier passes, waits -EPROTO */
+	__atomic_store_n(&b->timens_off, off, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&b->timens_seq, 1, __ATOMIC_RELEASE);
+	if (ret && floor_on_change)
+		raise_floor(b, UINT64_MAX); /* nothing stamped since can be judged */
+	else if (floor_on_change && off != old)
+		raise_floor(b, bd_clock_raw() - (uint64_t)off);
 	unpin(__atomic_exchange_n(&b->timens_fd, fd, __ATOMIC_ACQ_REL), old_dev, old_ino);
-	__atomic_store_n(&b->timens_ino, ret ? 0 : ino, __ATOMIC_RELAXED);
 	__atomic_store_n(&b->timens_dev, dev, __ATOMIC_RELAXED);
-	__atomic_store_n(&b->timens_off, ret ? INT64_MIN : off, __ATOMIC_RELAXED);
+	__atomic_store_n(&b->timens_ino, ret ? 0 : ino, __ATOMIC_RELEASE);
 	return ret;
 }
 
-/* Refuse every ns stamp at or below floor from now on (waits: -ESTALE; passed(): false). */
-static void raise_floor(struct barrierd *b, uint64_t floor)
+int bd_timens_derive(struct barrierd *b)
 {
-	uint64_t cur = __atomic_load_n(&b->valid_after, __ATOMIC_RELAXED);
+	return derive(b, false);
+}
 
-	while (cur < floor && !__atomic_compare_exchange_n(&b->valid_after, &cur, floor, false,
-							   __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		;
+int64_t bd_timens_current(const struct barrierd *b)
+{
+	struct barrierd *m = (struct barrierd *)b; /* a cache, not the handle's meaning */
+	unsigned gen = __atomic_load_n(&bd_fork_gen, __ATOMIC_ACQUIRE);
+
+	if (__atomic_load_n(&m->fork_gen, __ATOMIC_ACQUIRE) != gen) {
+		uint64_t parent = __atomic_load_n(&fork_parent_ino, __ATOMIC_RELAXED);
+		uint64_t pinned = __atomic_load_n(&m->timens_ino, __ATOMIC_RELAXED);
+
+		/*
+		 * Once per fork; if it cannot be known, stamps become ones no barrier passes.  If
+		 * the parent itself had moved (setns) without the handle noticing, its stamps since
+		 * the move used the old offset: refuse them here too.  (A child of unshare() is in
+		 * a new namespace, but its parent was not: the parent's stamps were right.)
+		 */
+		derive(m, parent != 0 && pinned != 0 && parent != pinned);
+		__atomic_store_n(&m->fork_gen, gen, __ATOMIC_RELEASE);
+	}
+	return __atomic_load_n(&m->timens_off, __ATOMIC_ACQUIRE);
 }
 
 int bd_timens_moved(struct barrierd *b)
 {
 	struct stat own;
-	int64_t old = __atomic_load_n(&b->timens_off, __ATOMIC_RELAXED), now_off;
-	uint64_t ino = __atomic_load_n(&b->timens_ino, __ATOMIC_RELAXED);
+	int64_t old = __atomic_load_n(&b->timens_off, __ATOMIC_ACQUIRE);
+	uint64_t ino = __atomic_load_n(&b->timens_ino, __ATOMIC_ACQUIRE);
+	int ret = own_ns(&own);
 
-	if (stat("/proc/self/ns/time", &own) == 0) {
-		/* Pinned: no other namespace can carry this inode number while our fd is open. */
+	if (ret == 0) {
+		/*
+		 * Pinned: no other namespace can carry this inode number while our fd is open
+		 * (unless the application closed it: docs/CLIENT.md).
+		 */
 		if (ino != 0 && __atomic_load_n(&b->timens_fd, __ATOMIC_RELAXED) >= 0 &&
 		    (uint64_t)own.st_ino == ino)
 			return 0;
-	} else if (errno == ENOENT && ino == 0 && access("/proc/self/stat", R_OK) == 0) {
+	} else if (ret == -ENOENT && ino == 0 && access("/proc/self/stat", R_OK) == 0) {
 		return 0; /* a kernel without time namespaces, as when the offset was learnt */
 	}
-	/* Another namespace, or nothing readable: learn it all again, or refuse. */
-	if (bd_timens_derive(b)) {
-		/* Whatever was stamped since cannot be judged, and nothing later either. */
-		raise_floor(b, UINT64_MAX);
+	/* Another namespace, or nothing readable: learn it all again (and refuse), or refuse. */
+	if (derive(b, true))
 		return -EPROTO;
-	}
-	now_off = __atomic_load_n(&b->timens_off, __ATOMIC_RELAXED);
-	if (now_off == old)
-		return 0; /* another namespace with the same offset: stamps were right */
 	/*
-	 * Stamps taken since the move were converted with the old offset.  Too early by the
-	 * offsets' difference (the harm): all at or below the host time now, refused from now on.
-	 * Too late (a move to a namespace ahead): above the host time, which no genuine stamp
-	 * can be, so the wait refuses them itself (wait.c).
+	 * Same offset: another namespace, but the stamps were right.  Otherwise, stamps taken
+	 * since the move were converted with the old offset.  Too early by the offsets'
+	 * difference (the harm): all at or below the floor derive() raised.  Too late (a move to
+	 * a namespace ahead): above the host time, which no genuine stamp can be, refused by the
+	 * wait itself (wait.c).
 	 */
-	raise_floor(b, bd_clock_raw() - (uint64_t)now_off);
-	return -ESTALE;
+	return __atomic_load_n(&b->timens_off, __ATOMIC_RELAXED) == old ? 0 : -ESTALE;
 }

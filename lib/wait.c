@@ -208,6 +208,10 @@ static int ns_check(struct barrierd *b, const struct target *t, bool *checked)
 	ret = bd_timens_moved(b);
 	if (ret == -ESTALE && t->kind == T_VTIME)
 		return 0;
+	/* Another thread may have noticed the move first: its floor covers this stamp. */
+	if (ret == 0 && t->kind != T_VTIME &&
+	    t->value <= __atomic_load_n(&b->valid_after, __ATOMIC_ACQUIRE))
+		return -ESTALE;
 	/* A stamp above the host time was converted with an offset too small: never genuine. */
 	if (ret == 0 && t->kind != T_VTIME && t->value > host_now(b))
 		return -ESTALE;

@@ -139,8 +139,9 @@ static void time_namespace_client(void **state)
  * with the old offset until the library notices the move, so one taken now (s1) is 0.2 s too
  * early (or too late).  barrierd_barrier() must notice the move (-ESTALE) whether or not its
  * stamp would pass on the fast path; from then on s1 must be refused by waits (-ESTALE) and,
- * when too early, by barrierd_passed(); a vtime wait is unaffected, and a fresh stamp,
- * converted with the new offset, completes.
+ * when too early, by barrierd_passed(), in this process and in a child forked before the move
+ * was noticed; a vtime wait is unaffected, and a fresh stamp, converted with the new offset,
+ * completes.
  */
 static int setns_child(const char *offs)
 {
@@ -163,6 +164,15 @@ static int setns_child(const char *offs)
 		return 13;
 	close(fd);
 	s1 = barrierd_stamp_ns(b);
+	/* A child forked before the move was noticed: its first stamp notices it for s1. */
+	pid_t kid = fork();
+
+	if (kid == 0) {
+		(void)barrierd_stamp_ns(b);
+		_exit(barrierd_passed(b, s1) || barrierd_wait(b, s1, 5000000000LL) != -ESTALE ? 1 : 0);
+	}
+	if (kid < 0 || h_reap(kid, 10) != 0)
+		return 20;
 	if (barrierd_barrier(b, 5000000000LL) != -ESTALE)
 		return 14;
 	if (barrierd_passed(b, s1))
