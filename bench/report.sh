@@ -94,9 +94,9 @@ if [ -s latency.csv ]; then
 			echo "## Client of the original layout (no doorbell) against membarrier(GLOBAL)"
 			echo
 			echo "\`bench_orig\`: fenced stamp, FUTEX_WAIT on the global word, no ring; one call of each"
-			echo "method in turn. It is served by the daemon's slow idle credit (every"
-			echo "\`--idle-credit-interval\`, 10 ms, while armed) once the heartbeat probe (100 ms) has seen"
-			echo "it sleep. µs."
+			echo "method in turn. It is served by the daemon's slow idle credit (an idle CPU is credited"
+			echo "once it has held the global value for \`--idle-credit-interval\`, 10 ms, while armed) once"
+			echo "the heartbeat probe (100 ms) has seen it sleep. µs."
 			echo
 			echo "| condition | method | calls | min | p50 | p90 | p99 | max |"
 			echo "|---|---|---:|---:|---:|---:|---:|---:|"
