@@ -98,15 +98,21 @@ static int cmd_attach(const char *which, const char *tp, double secs)
 	return 0;
 }
 
-static int cmd_stats(const char *pid)
+/*
+ * Call fn for each BPF object of `kind` ("prog" or "map") that PID holds a descriptor of,
+ * by the ids in /proc/PID/fdinfo (`KIND_type:` marks one, `KIND_id:` is its id), until fn
+ * returns nonzero.  Returns 1 if /proc/PID/fdinfo cannot be read, else 0.
+ */
+static int for_each_bpf_id(const char *pid, const char *kind, int (*fn)(unsigned id, void *arg),
+			   void *arg)
 {
-	char dir[64], path[384], line[256];
-	unsigned seen[256];
-	int nseen = 0;
+	char dir[64], path[384], line[256], type_key[16], id_key[16];
 	struct dirent *de;
 	DIR *d;
 
 	snprintf(dir, sizeof(dir), "/proc/%s/fdinfo", pid);
+	snprintf(type_key, sizeof(type_key), "%s_type:", kind);
+	snprintf(id_key, sizeof(id_key), "%s_id:", kind);
 	d = opendir(dir);
 	if (!d) {
 		fprintf(stderr, "bench_bpf: %s: %s\n", dir, strerror(errno));
@@ -114,9 +120,8 @@ static int cmd_stats(const char *pid)
 	}
 	while ((de = readdir(d))) {
 		unsigned id = 0;
-		int is_prog = 0, fd;
+		int is_kind = 0;
 		FILE *f;
-		struct bpf_prog_info info;
 
 		if (de->d_name[0] == '.')
 			continue;
@@ -125,84 +130,91 @@ static int cmd_stats(const char *pid)
 		if (!f)
 			continue;
 		while (fgets(line, sizeof(line), f)) {
-			is_prog |= !strncmp(line, "prog_type:", 10);
-			if (!strncmp(line, "prog_id:", 8))
-				id = (unsigned)strtoul(line + 8, NULL, 10);
+			is_kind |= !strncmp(line, type_key, strlen(type_key));
+			if (!strncmp(line, id_key, strlen(id_key)))
+				id = (unsigned)strtoul(line + strlen(id_key), NULL, 10);
 		}
 		fclose(f);
-		if (!is_prog || !id)
-			continue;
-		for (int i = 0; i < nseen; i++)
-			if (seen[i] == id)
-				is_prog = 0;
-		if (!is_prog || nseen == 256)
-			continue;
-		seen[nseen++] = id;
-		fd = bpf_prog_get_fd_by_id(id);
-		if (fd < 0)
-			continue;
-		if (prog_info(fd, &info) == 0)
-			printf("%s %u %llu %llu\n", info.name, id, (unsigned long long)info.run_cnt,
-			       (unsigned long long)info.run_time_ns);
-		close(fd);
+		if (is_kind && id && fn(id, arg))
+			break;
 	}
 	closedir(d);
 	return 0;
 }
 
-/* The per-CPU counters of PID's slot array (the map named "slots", 64-byte values). */
+struct seen_ids {
+	unsigned id[256];
+	int n;
+};
+
+/* One line per program (each once: a process may hold several descriptors of one). */
+static int print_prog(unsigned id, void *arg)
+{
+	struct seen_ids *seen = arg;
+	struct bpf_prog_info info;
+	int fd;
+
+	for (int i = 0; i < seen->n; i++)
+		if (seen->id[i] == id)
+			return 0;
+	if (seen->n == 256)
+		return 1;
+	seen->id[seen->n++] = id;
+	fd = bpf_prog_get_fd_by_id(id);
+	if (fd < 0)
+		return 0;
+	if (prog_info(fd, &info) == 0)
+		printf("%s %u %llu %llu\n", info.name, id, (unsigned long long)info.run_cnt,
+		       (unsigned long long)info.run_time_ns);
+	close(fd);
+	return 0;
+}
+
+static int cmd_stats(const char *pid)
+{
+	struct seen_ids seen = {.n = 0};
+
+	return for_each_bpf_id(pid, "prog", print_prog, &seen);
+}
+
+/* If map id is the slot array (named "slots", 64-byte values), print its per-CPU counters. */
+static int print_slots(unsigned id, void *arg)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+	int found = 0, fd = bpf_map_get_fd_by_id(id);
+
+	if (fd < 0)
+		return 0;
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && !strcmp(info.name, "slots") &&
+	    info.value_size == 64) {
+		found = 1;
+		for (__u32 c = 0; c < info.max_entries; c++) {
+			__u64 v[8];
+
+			if (bpf_map_lookup_elem(fd, &c, v))
+				continue;
+			/* struct barrierd_slot: stamp vtime idle switches events signals ... */
+			printf("cpu %u switches %llu events %llu signals %llu\n", c,
+			       (unsigned long long)v[3], (unsigned long long)v[4],
+			       (unsigned long long)v[5]);
+		}
+	}
+	close(fd);
+	*(int *)arg |= found;
+	return found;
+}
+
+/* The per-CPU counters of PID's slot array. */
 static int cmd_slots(const char *pid)
 {
-	char dir[64], path[384], line[256];
-	struct dirent *de;
-	DIR *d;
 	int found = 0;
 
-	snprintf(dir, sizeof(dir), "/proc/%s/fdinfo", pid);
-	d = opendir(dir);
-	if (!d) {
-		fprintf(stderr, "bench_bpf: %s: %s\n", dir, strerror(errno));
+	if (for_each_bpf_id(pid, "map", print_slots, &found))
 		return 1;
-	}
-	while ((de = readdir(d)) && !found) {
-		unsigned id = 0;
-		int is_map = 0, fd;
-		FILE *f;
-		struct bpf_map_info info;
-		__u32 len = sizeof(info);
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		while (fgets(line, sizeof(line), f)) {
-			is_map |= !strncmp(line, "map_type:", 9);
-			if (!strncmp(line, "map_id:", 7))
-				id = (unsigned)strtoul(line + 7, NULL, 10);
-		}
-		fclose(f);
-		if (!is_map || !id || (fd = bpf_map_get_fd_by_id(id)) < 0)
-			continue;
-		memset(&info, 0, sizeof(info));
-		if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && !strcmp(info.name, "slots") &&
-		    info.value_size == 64) {
-			found = 1;
-			for (__u32 c = 0; c < info.max_entries; c++) {
-				__u64 v[8];
-
-				if (bpf_map_lookup_elem(fd, &c, v))
-					continue;
-				/* struct barrierd_slot: stamp vtime idle switches events signals ... */
-				printf("cpu %u switches %llu events %llu signals %llu\n", c,
-				       (unsigned long long)v[3], (unsigned long long)v[4],
-				       (unsigned long long)v[5]);
-			}
-		}
-		close(fd);
-	}
-	closedir(d);
+	if (!found)
+		fprintf(stderr, "bench_bpf: process %s holds no slot array\n", pid);
 	return found ? 0 : 1;
 }
 

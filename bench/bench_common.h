@@ -109,6 +109,19 @@ static inline int bench_pin(int cpu)
 	return sched_setaffinity(0, sizeof(one), &one) ? -errno : 0;
 }
 
+/*
+ * Ring the doorbell until a daemon thread hears it (FUTEX_WAKE > 0) or the global ns word
+ * passed t, for at most 200 us, as the library does.
+ */
+static inline void bench_ring(const uint64_t *doorbell, const uint64_t *global_ns, uint64_t t)
+{
+	uint64_t start = bench_now();
+
+	while (bench_futex_wake(doorbell, 1) == 0 && bench_ld64(global_ns) <= t &&
+	       bench_now() - start < 200000)
+		sched_yield();
+}
+
 /* Map a state file read-only (any user can: the file is 0644).  NULL on failure. */
 static inline void *bench_map_ro(const char *path, size_t *size)
 {

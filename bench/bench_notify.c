@@ -36,15 +36,6 @@ static int need_ring(uint64_t t)
 	return 0;
 }
 
-/* Ring until a daemon thread hears it (FUTEX_WAKE > 0), for at most 200 us, as the library. */
-static void ring(uint64_t t)
-{
-	uint64_t start = bench_now();
-
-	while (bench_futex_wake(&hdr->doorbell, 1) == 0 &&
-	       bench_ld64(&hdr->last_interrupt_ns) <= t && bench_now() - start < 200000)
-		sched_yield();
-}
 
 int main(int argc, char **argv)
 {
@@ -88,7 +79,7 @@ int main(int argc, char **argv)
 			if (bench_ld64(&hdr->last_interrupt_ns) > t)
 				break;
 			if (need_ring(t))
-				ring(t);
+				bench_ring(&hdr->doorbell, &hdr->last_interrupt_ns, t);
 			if (bench_ld64(&hdr->last_interrupt_ns) > t)
 				break;
 			r = bench_futex_wait(&hdr->last_interrupt_ns, snap, 20 * BENCH_MS);

@@ -91,15 +91,6 @@ static int wait_done(void)
 	return 0;
 }
 
-static void ring(uint64_t t)
-{
-	uint64_t start = bench_now();
-
-	while (bench_futex_wake(&hdr->doorbell, 1) == 0 &&
-	       bench_ld64(&hdr->last_interrupt_ns) <= t && bench_now() - start < 200000)
-		sched_yield();
-}
-
 int main(int argc, char **argv)
 {
 	pthread_attr_t attr;
@@ -160,7 +151,7 @@ int main(int argc, char **argv)
 			} while (blocked < (long)nthreads && bench_now() < t);
 			bench_sleep_until(t + 20000);
 			start = bench_now();
-			ring(t);
+			bench_ring(&hdr->doorbell, &hdr->last_interrupt_ns, t);
 		}
 		if (wait_done()) {
 			fprintf(stderr, "bench_waiters: %u threads did not all wake within 20 s\n",
