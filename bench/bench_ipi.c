@@ -23,6 +23,7 @@
 #include "bench_common.h"
 
 #include <barrierd.h>
+#include "proc_interrupts.h"
 #include <linux/membarrier.h>
 #include <pthread.h>
 
@@ -30,8 +31,6 @@
 #define BATCH_NS (500 * BENCH_MS)
 #define BG_NS (200 * BENCH_MS)
 
-enum { K_CAL, K_RES, K_IWI, K_TLB, NK };
-static const char *const kind_names[NK] = {"CAL", "RES", "IWI", "TLB"};
 
 enum { M_BARRIERD, M_GLOBAL, M_GLOBAL_EXP, M_PRIVATE_EXP, M_MPROTECT, M_BACKGROUND, NM };
 static const char *const method_names[NM] = {"barrierd",	  "membarrier-global",
@@ -43,14 +42,11 @@ static const char *const cond_names[NC] = {"idle", "busy"};
 
 struct acc {
 	uint64_t calls, ns;
-	uint64_t irq[MAXCPU][NK];
+	uint64_t irq[MAXCPU][IPI_KINDS];
 };
 
 static struct acc acc[NC][NM];
-static int ncols, col_cpu[MAXCPU];
-static int irq_fd = -1;
-static char *ibuf;
-static size_t icap;
+static struct proc_interrupts irqs = {.fd = -1};
 
 static volatile unsigned char *page;
 static size_t page_size;
@@ -58,60 +54,9 @@ static uint32_t mode;		 /* 0 park, 1 spin, 2 exit (private futex) */
 static uint32_t acked = UINT32_MAX; /* last mode the sibling saw */
 static struct barrierd *bd;
 
-static int read_irqs(uint64_t out[MAXCPU][NK])
+static int read_irqs(uint64_t out[MAXCPU][IPI_KINDS])
 {
-	size_t len = 0;
-	char *p, *line;
-
-	for (;;) {
-		ssize_t n;
-
-		if (icap - len < 4096) {
-			char *nb = realloc(ibuf, icap * 2 + 16384);
-
-			if (!nb)
-				return -ENOMEM;
-			ibuf = nb;
-			icap = icap * 2 + 16384;
-		}
-		n = pread(irq_fd, ibuf + len, icap - len - 1, (off_t)len);
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	ibuf[len] = 0;
-	memset(out, 0, sizeof(uint64_t) * MAXCPU * NK);
-	/* Header: one "CPUn" per online CPU. */
-	ncols = 0;
-	for (p = ibuf; *p && *p != '\n'; p++) {
-		if (p[0] == 'C' && p[1] == 'P' && p[2] == 'U' && ncols < MAXCPU) {
-			col_cpu[ncols++] = atoi(p + 3);
-			p += 3;
-		}
-	}
-	for (line = strchr(ibuf, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
-		p = line + 1;
-		while (*p == ' ')
-			p++;
-		for (int k = 0; k < NK; k++) {
-			if (strncmp(p, kind_names[k], 3) || p[3] != ':')
-				continue;
-			p += 4;
-			for (int c = 0; c < ncols; c++) {
-				char *end;
-				unsigned long long v = strtoull(p, &end, 10);
-
-				if (end == p)
-					break;
-				if (col_cpu[c] < MAXCPU)
-					out[col_cpu[c]][k] = v;
-				p = end;
-			}
-		}
-	}
-	return 0;
+	return proc_interrupts_read(&irqs, &out[0][0], MAXCPU);
 }
 
 static void *sibling(void *arg)
@@ -165,10 +110,10 @@ static int call(int m)
 	return -EINVAL;
 }
 
-static void add(struct acc *a, uint64_t before[MAXCPU][NK], uint64_t after[MAXCPU][NK])
+static void add(struct acc *a, uint64_t before[MAXCPU][IPI_KINDS], uint64_t after[MAXCPU][IPI_KINDS])
 {
 	for (int c = 0; c < MAXCPU; c++)
-		for (int k = 0; k < NK; k++)
+		for (int k = 0; k < IPI_KINDS; k++)
 			a->irq[c][k] += after[c][k] - before[c][k];
 }
 
@@ -194,7 +139,7 @@ static int parse_list(const char *s, const char *const *names, int count)
 
 int main(int argc, char **argv)
 {
-	static uint64_t before[MAXCPU][NK], after[MAXCPU][NK];
+	static uint64_t before[MAXCPU][IPI_KINDS], after[MAXCPU][IPI_KINDS];
 	const char *label = "pinned";
 	int caller = 0, target = 1, rounds = 5, methods = (1 << M_BACKGROUND) - 1;
 	int conds = (1 << NC) - 1, ret;
@@ -237,8 +182,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_ipi: cannot pin to CPU %d: %s\n", caller, strerror(-ret));
 		return 1;
 	}
-	irq_fd = open("/proc/interrupts", O_RDONLY | O_CLOEXEC);
-	if (irq_fd < 0 || read_irqs(before)) {
+	if (proc_interrupts_open(&irqs) || read_irqs(before)) {
 		fprintf(stderr, "bench_ipi: cannot read /proc/interrupts\n");
 		return 1;
 	}
@@ -324,22 +268,23 @@ int main(int argc, char **argv)
 
 			if (!a->ns)
 				continue;
-			for (int col = 0; col < ncols; col++) {
-				int cpu = col_cpu[col];
+			for (int col = 0; col < irqs.ncols; col++) {
+				int cpu = irqs.col_cpu[col];
 
 				if (cpu >= MAXCPU)
 					continue;
 				fprintf(csv, "%s,%s,%s,%llu,%.6f,%d,%llu,%llu,%llu,%llu\n", label,
 					cond_names[c], method_names[m], (unsigned long long)a->calls,
 					(double)a->ns / 1e9, cpu,
-					(unsigned long long)a->irq[cpu][K_CAL],
-					(unsigned long long)a->irq[cpu][K_RES],
-					(unsigned long long)a->irq[cpu][K_IWI],
-					(unsigned long long)a->irq[cpu][K_TLB]);
+					(unsigned long long)a->irq[cpu][IPI_CAL],
+					(unsigned long long)a->irq[cpu][IPI_RES],
+					(unsigned long long)a->irq[cpu][IPI_IWI],
+					(unsigned long long)a->irq[cpu][IPI_TLB]);
 			}
 		}
 	}
 	fclose(csv);
+	proc_interrupts_close(&irqs);
 	barrierd_close(bd);
 	return 0;
 }

@@ -11,6 +11,7 @@
  * otherwise, so that the rows of the other methods see idle CPUs.
  */
 #include "barrierctl.h"
+#include "proc_interrupts.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,8 +33,6 @@
 #define BARRIER_TIMEOUT_NS (5 * (int64_t)BCTL_SEC) /* a barrierd call that takes longer failed */
 #define SIBLING_HANG_GUARD_NS (10 * BCTL_SEC)
 
-enum { IPI_CAL, IPI_RES, IPI_IWI, IPI_TLB, IPI_KINDS };
-static const char *const ipi_rows[IPI_KINDS] = {"CAL", "RES", "IWI", "TLB"};
 
 /* What the siblings do; the futex word holds (generation << 2) | kind. */
 enum sib_kind { SIB_PARK, SIB_SPIN, SIB_TOUCH, SIB_EXIT };
@@ -68,9 +67,7 @@ struct bench {
 	int nspin;
 
 	/* /proc/interrupts */
-	int irq_fd;
-	char *ibuf;
-	size_t icap;
+	struct proc_interrupts irqs;
 };
 
 static uint64_t now_ns(void)
@@ -95,64 +92,12 @@ static void unavailable(struct method *m, const char *what, int err, const char 
 /* ---- /proc/interrupts ---- */
 
 /*
- * Sum the CAL, RES, IWI and TLB rows over every CPU column.  The file is a seq_file, so a
- * pread at offset 0 re-generates it and one descriptor serves every sample.  0, or -errno
- * when the file cannot be read (the IPI columns then say n/a).
+ * Sum the CAL, RES, IWI and TLB rows over every CPU column.  0, or -errno when the file cannot
+ * be read (the IPI columns then say n/a).
  */
 static int read_ipis(struct bench *bn, uint64_t out[IPI_KINDS])
 {
-	size_t len = 0;
-	int ncols = 0;
-
-	if (bn->irq_fd < 0)
-		return -ENOENT;
-	for (;;) {
-		ssize_t n;
-
-		if (bn->icap - len < 4096) {
-			char *nb = realloc(bn->ibuf, bn->icap * 2 + 8192);
-
-			if (!nb)
-				return -ENOMEM;
-			bn->ibuf = nb;
-			bn->icap = bn->icap * 2 + 8192;
-		}
-		n = pread(bn->irq_fd, bn->ibuf + len, bn->icap - len - 1, (off_t)len);
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	bn->ibuf[len] = 0;
-	memset(out, 0, IPI_KINDS * sizeof(out[0]));
-
-	/* The header names one column per online CPU: "CPU0 CPU1 ...". */
-	for (const char *p = bn->ibuf; *p && *p != '\n'; p++)
-		if (p[0] == 'C' && p[1] == 'P' && p[2] == 'U')
-			ncols++;
-	for (char *line = strchr(bn->ibuf, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
-		char *p = line + 1;
-
-		while (*p == ' ')
-			p++;
-		for (int k = 0; k < IPI_KINDS; k++) {
-			if (strncmp(p, ipi_rows[k], 3) || p[3] != ':')
-				continue;
-			p += 4;
-			/* Exactly ncols counters; the description after them is not a number. */
-			for (int c = 0; c < ncols; c++) {
-				char *end;
-				unsigned long long v = strtoull(p, &end, 10);
-
-				if (end == p)
-					break;
-				out[k] += v;
-				p = end;
-			}
-		}
-	}
-	return 0;
+	return proc_interrupts_sum(&bn->irqs, out);
 }
 
 /* ---- siblings ---- */
@@ -589,9 +534,7 @@ static void bench_free(struct bench *bn)
 		free(bn->m[i].lat);
 		free(bn->m[i].ipi);
 	}
-	free(bn->ibuf);
-	if (bn->irq_fd >= 0)
-		close(bn->irq_fd);
+	proc_interrupts_close(&bn->irqs);
 	barrierd_close(bn->b);
 }
 
@@ -629,7 +572,7 @@ static int bench_setup(struct bench *bn, unsigned mask)
 	CPU_SET(bn->caller_cpu, &one);
 	sched_setaffinity(0, sizeof(one), &one);
 
-	bn->irq_fd = open("/proc/interrupts", O_RDONLY | O_CLOEXEC);
+	proc_interrupts_open(&bn->irqs); /* without it, the IPI columns say n/a */
 
 	/* Spinners first: fork before any thread exists. */
 	if (bn->o->load &&
@@ -691,7 +634,7 @@ static uint64_t bench_rounds(struct bench *bn, bool *ipi_ok)
 int bctl_cmd_bench(const struct bctl_opts *o)
 {
 	unsigned mask = o->methods ? o->methods : (1u << BCTL_M_COUNT) - 1;
-	struct bench bn = {.o = o, .irq_fd = -1};
+	struct bench bn = {.o = o, .irqs = {.fd = -1}};
 	bool ipi_ok = false, any = false, failed = false;
 	uint64_t rounds_done;
 	FILE *csv = NULL;
