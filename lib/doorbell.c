@@ -22,7 +22,12 @@ int bd_ring(const struct barrierd *b)
 
 BDLIB_EXPORT int barrierd_request(struct barrierd *b)
 {
-	int r = bd_ring(b);
+	int r;
+
+	/* After a fork, barrierd_passed() is false until the offset is learnt: learn it here. */
+	if (bd_timens_stale_fork(b))
+		(void)bd_timens_current(b);
+	r = bd_ring(b);
 
 	return r < 0 ? r : 0;
 }

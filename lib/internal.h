@@ -19,7 +19,7 @@ struct barrierd {
 	uint64_t timens_dev; /* and its device (nsfs): to recognise timens_fd as still ours */
 	int timens_fd;       /* an fd on that namespace, or -1: pins its inode number */
 	unsigned timens_seq; /* bumped after every change of timens_off: stamps retry across one */
-	uint64_t valid_after; /* ns stamps at or below: refused (open_ns, raised by a move) */
+	uint64_t valid_after; /* ns stamps at or below: refused (open_ns; all, once retired) */
 	unsigned fork_gen;   /* bd_fork_gen when timens_off was read */
 	int fallback;
 	int64_t fallback_after_ns;
@@ -84,14 +84,16 @@ extern unsigned bd_fork_gen;
 int64_t bd_timens_current(const struct barrierd *b);
 
 /*
- * Has a setns() moved this process to a time namespace with another offset since the handle
- * learnt its own?  0; -ESTALE (the handle now holds the new offset, and every ns stamp up to
- * now is refused: those taken since the move were converted with the old one); or -EPROTO
- * (the new offset cannot be known).  One stat() when nothing moved: a namespace's offsets
- * cannot change once a process has entered it, and the pinned namespace's inode number cannot
- * be reused, so the same inode means the same namespace and the same offset.
+ * Has a setns() moved this thread to another time namespace since the handle learnt its
+ * offset?  0, or -ESTALE: the handle is retired (offset unknown: waits -EPROTO; every ns
+ * stamp refused); -EPROTO if it already was.  One stat() when nothing moved: the pinned
+ * namespace's inode number cannot be reused, so the same inode means the same namespace, and
+ * a namespace's offsets cannot change once a process has entered it.
  */
 int bd_timens_moved(struct barrierd *b);
+
+/* Has this process forked since the handle learnt its offset (loads only)? */
+bool bd_timens_stale_fork(const struct barrierd *b);
 
 /* Path trust (BRIEF §5): -EPERM with no bytes of the file trusted, or an open fd. */
 int bd_open_trusted(const char *path, uid_t trusted_uid, int trusted_uid_set, int *fd_out);

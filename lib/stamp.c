@@ -61,8 +61,8 @@ BDLIB_EXPORT bool barrierd_passed(const struct barrierd *b, uint64_t stamp_ns)
 	 * Strictly greater: a value equal to the stamp is not evidence.  valid_after is open_ns,
 	 * raised past every stamp converted with an outdated time-namespace offset.
 	 */
-	return stamp_ns > __atomic_load_n(&b->valid_after, __ATOMIC_RELAXED) &&
-	       bd_trusted(b, &b->hdr->last_interrupt_ns, 0) > stamp_ns;
+	return stamp_ns > __atomic_load_n(&b->valid_after, __ATOMIC_ACQUIRE) &&
+	       !bd_timens_stale_fork(b) && bd_trusted(b, &b->hdr->last_interrupt_ns, 0) > stamp_ns;
 }
 
 BDLIB_EXPORT bool barrierd_passed_vtime(const struct barrierd *b, uint64_t vtime)

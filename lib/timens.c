@@ -1,5 +1,15 @@
 // SPDX-License-Identifier: MIT
-/* Time namespaces: this process's CLOCK_MONOTONIC offset against the host's (BRIEF §3.5). */
+/*
+ * Time namespaces: this process's CLOCK_MONOTONIC offset against the host's (BRIEF §3.5).
+ *
+ * The offset is learnt at open and again in a child after fork() (a child of
+ * unshare(CLONE_NEWTIME) lives in the new namespace).  A process that moves itself into
+ * another namespace with setns() retires its handles: the move is found by the slow paths
+ * (bd_timens_moved) and in forked children, and from then on the handle's offset is unknown
+ * (every wait -EPROTO, every ns stamp refused).  Re-deriving in place was tried: with threads
+ * racing the move, stamps taken across it, and children forked before it was noticed, every
+ * variant left an interleaving that passed a stamp converted with the old offset.
+ */
 #include "internal.h"
 
 #include <errno.h>
@@ -12,10 +22,16 @@
 
 /* PROC_TIME_INIT_INO: the initial time namespace's fixed inode number; it has no offsets. */
 #define TIME_INIT_INO 0xEFFFFFFAULL
+#define FORK_RING 64
 
 unsigned bd_fork_gen;
-/* The forking thread's own time namespace at the latest fork() (0: unknown). */
-static uint64_t fork_parent_ino;
+/*
+ * The forking thread's own time namespace, indexed by the generation its child will have
+ * (0: unknown).  A child (and its own children, before they touch the handle) reads the entry
+ * of the first fork since the handle learnt its offset: per generation, because later forks
+ * must not overwrite what an older fork recorded.
+ */
+static uint64_t fork_parent_ino[FORK_RING];
 
 /* This thread's time namespace (thread-self: it exists even after the main thread exited). */
 static int own_ns(struct stat *st)
@@ -26,14 +42,15 @@ static int own_ns(struct stat *st)
 static void before_fork(void)
 {
 	struct stat st;
+	unsigned next = __atomic_load_n(&bd_fork_gen, __ATOMIC_RELAXED) + 1;
 
-	__atomic_store_n(&fork_parent_ino, own_ns(&st) ? 0 : (uint64_t)st.st_ino, __ATOMIC_RELAXED);
+	__atomic_store_n(&fork_parent_ino[next % FORK_RING], own_ns(&st) ? 0 : (uint64_t)st.st_ino,
+			 __ATOMIC_RELAXED);
 }
 
 static void after_fork_child(void)
 {
-	/* A child of unshare(CLONE_NEWTIME) lives in the new namespace: offsets must be re-read. */
-	__atomic_add_fetch(&bd_fork_gen, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&bd_fork_gen, 1, __ATOMIC_RELEASE);
 }
 
 __attribute__((constructor)) static void register_fork_handler(void)
@@ -43,44 +60,49 @@ __attribute__((constructor)) static void register_fork_handler(void)
 
 int bd_timens_offset(int64_t *off, uint64_t *ino)
 {
-	struct stat own, children;
+	struct stat own, kids, own2, kids2;
 	char name[32];
 	long long sec, nsec;
+	int found = 0;
 	FILE *f;
 
 	*off = 0;
 	*ino = 0;
 	if (own_ns(&own) == 0) {
-		/*
-		 * timens_offsets shows the offsets of time_for_children.  After unshare of a time
-		 * namespace they are not ours (our own clock did not move): refuse rather than
-		 * subtract someone else's offset.
-		 */
-		if (stat("/proc/thread-self/ns/time_for_children", &children) ||
-		    own.st_ino != children.st_ino)
-			return -EPROTO;
 		*ino = own.st_ino;
 		if (*ino == TIME_INIT_INO)
 			return 0; /* the initial namespace: no offsets, nothing to read */
+		/*
+		 * /proc/self/timens_offsets shows the offsets of the main thread's
+		 * time_for_children.  Only when that is this thread's own namespace are they ours
+		 * (after an unshare they are not: refuse rather than subtract someone else's).
+		 */
+		if (stat("/proc/self/ns/time_for_children", &kids) || own.st_ino != kids.st_ino)
+			return -EPROTO;
 	} else if (errno != ENOENT || access("/proc/self/stat", R_OK) != 0) {
 		return -EPROTO; /* no /proc: we cannot know our offset */
 	}
 	f = fopen("/proc/self/timens_offsets", "re");
 	if (!f) {
 		/* No time namespaces in this kernel: there is no offset.  No /proc: refuse. */
-		if (errno == ENOENT && access("/proc/self/stat", R_OK) == 0)
+		if (errno == ENOENT && *ino == 0 && access("/proc/self/stat", R_OK) == 0)
 			return 0;
 		return -EPROTO;
 	}
-	while (fscanf(f, "%31s %lld %lld", name, &sec, &nsec) == 3) {
+	while (!found && fscanf(f, "%31s %lld %lld", name, &sec, &nsec) == 3) {
 		if (strcmp(name, "monotonic") == 0) {
 			*off = (int64_t)sec * 1000000000LL + nsec;
-			fclose(f);
-			return 0;
+			found = 1;
 		}
 	}
 	fclose(f);
-	return -EPROTO; /* e.g. the main thread exited: the file reads empty */
+	if (!found)
+		return -EPROTO; /* e.g. the main thread exited: the file reads empty */
+	/* Another thread's unshare or setns between the checks and the read: refuse. */
+	if (*ino != 0 && (own_ns(&own2) || stat("/proc/self/ns/time_for_children", &kids2) ||
+			  own2.st_ino != own.st_ino || kids2.st_ino != own.st_ino))
+		return -EPROTO;
+	return 0;
 }
 
 /*
@@ -103,30 +125,29 @@ void bd_timens_unpin(struct barrierd *b)
 	      __atomic_load_n(&b->timens_ino, __ATOMIC_RELAXED));
 }
 
-/* Refuse every ns stamp at or below floor from now on (waits: -ESTALE; passed(): false). */
-static void raise_floor(struct barrierd *b, uint64_t floor)
+/*
+ * Retire the handle's offset: unknown from now on, so stamps become ones no barrier passes
+ * and waits return -EPROTO; and every ns stamp already taken is refused (valid_after at its
+ * maximum: waits -ESTALE, barrierd_passed() false).  The floor goes up before the offset
+ * changes, and timens_seq tells a stamp taken across the change to retry (stamp.c).
+ */
+static void retire(struct barrierd *b)
 {
-	uint64_t cur = __atomic_load_n(&b->valid_after, __ATOMIC_RELAXED);
-
-	while (cur < floor && !__atomic_compare_exchange_n(&b->valid_after, &cur, floor, false,
-							   __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-		;
+	__atomic_store_n(&b->valid_after, UINT64_MAX, __ATOMIC_RELEASE);
+	__atomic_store_n(&b->timens_off, INT64_MIN, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&b->timens_seq, 1, __ATOMIC_ACQ_REL);
 }
 
 /*
  * Learn this process's offset and pin its namespace (an open fd keeps the namespace, and so
- * its inode number, from being freed and reused).  floor_on_change: the old offset may have
- * converted stamps since a move (a move noticed late); if the offset changes, refuse every ns
- * stamp up to now.  Publication order, for threads that stamp or check meanwhile: the offset
- * (and timens_seq, which makes a stamp taken across the change retry), then the floor (from a
- * clock read after the offset), then the namespace's inode (a thread that sees the new inode
- * sees the floor).  Two threads deriving at once (a forked child's) stay correct; the loser's
- * pinned fd may leak.
+ * its inode number, from being freed and reused).  On failure the handle is retired.  Two
+ * threads of a forked child deriving at once reach the same result; the loser's pinned fd
+ * may leak.
  */
-static int derive(struct barrierd *b, bool floor_on_change)
+int bd_timens_derive(struct barrierd *b)
 {
 	struct stat st;
-	int64_t off, old = __atomic_load_n(&b->timens_off, __ATOMIC_RELAXED);
+	int64_t off;
 	uint64_t ino, dev = 0;
 	uint64_t old_ino = __atomic_load_n(&b->timens_ino, __ATOMIC_RELAXED);
 	uint64_t old_dev = __atomic_load_n(&b->timens_dev, __ATOMIC_RELAXED);
@@ -135,7 +156,6 @@ static int derive(struct barrierd *b, bool floor_on_change)
 
 	if (!ret && ino != 0) {
 		fd = open("/proc/thread-self/ns/time", O_RDONLY | O_CLOEXEC);
-		/* Pin the namespace we read (a single-threaded setns cannot run meanwhile). */
 		if (fd < 0 || fstat(fd, &st) || (uint64_t)st.st_ino != ino)
 			ret = -EPROTO;
 		else
@@ -145,41 +165,48 @@ static int derive(struct barrierd *b, bool floor_on_change)
 		close(fd);
 		fd = -1;
 	}
-	if (ret)
-		off = INT64_MIN; /* unknown: stamps no barrier passes, waits -EPROTO */
-	__atomic_store_n(&b->timens_off, off, __ATOMIC_RELEASE);
-	__atomic_add_fetch(&b->timens_seq, 1, __ATOMIC_RELEASE);
-	if (ret && floor_on_change)
-		raise_floor(b, UINT64_MAX); /* nothing stamped since can be judged */
-	else if (floor_on_change && off != old)
-		raise_floor(b, bd_clock_raw() - (uint64_t)off);
 	unpin(__atomic_exchange_n(&b->timens_fd, fd, __ATOMIC_ACQ_REL), old_dev, old_ino);
 	__atomic_store_n(&b->timens_dev, dev, __ATOMIC_RELAXED);
 	__atomic_store_n(&b->timens_ino, ret ? 0 : ino, __ATOMIC_RELEASE);
-	return ret;
+	if (ret) {
+		retire(b);
+		return ret;
+	}
+	__atomic_store_n(&b->timens_off, off, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&b->timens_seq, 1, __ATOMIC_ACQ_REL);
+	return 0;
 }
 
-int bd_timens_derive(struct barrierd *b)
+bool bd_timens_stale_fork(const struct barrierd *b)
 {
-	return derive(b, false);
+	return __atomic_load_n(&b->fork_gen, __ATOMIC_ACQUIRE) !=
+	       __atomic_load_n(&bd_fork_gen, __ATOMIC_ACQUIRE);
 }
 
 int64_t bd_timens_current(const struct barrierd *b)
 {
 	struct barrierd *m = (struct barrierd *)b; /* a cache, not the handle's meaning */
 	unsigned gen = __atomic_load_n(&bd_fork_gen, __ATOMIC_ACQUIRE);
+	unsigned had = __atomic_load_n(&m->fork_gen, __ATOMIC_ACQUIRE);
 
-	if (__atomic_load_n(&m->fork_gen, __ATOMIC_ACQUIRE) != gen) {
-		uint64_t parent = __atomic_load_n(&fork_parent_ino, __ATOMIC_RELAXED);
+	if (had != gen) {
 		uint64_t pinned = __atomic_load_n(&m->timens_ino, __ATOMIC_RELAXED);
+		uint64_t parent = __atomic_load_n(&fork_parent_ino[(had + 1) % FORK_RING],
+						  __ATOMIC_RELAXED);
 
 		/*
-		 * Once per fork; if it cannot be known, stamps become ones no barrier passes.  If
-		 * the parent itself had moved (setns) without the handle noticing, its stamps since
-		 * the move used the old offset: refuse them here too.  (A child of unshare() is in
-		 * a new namespace, but its parent was not: the parent's stamps were right.)
+		 * Once per fork.  If the process that forked had itself moved (setns) without
+		 * the handle noticing, its stamps since the move used the old offset: the child
+		 * retires the handle as the parent's next slow path would have.  (A child of
+		 * unshare() is in a new namespace, but its parent was not: its stamps were
+		 * right, and the child learns its own offset.)  Too many forks behind to know:
+		 * retire too.
 		 */
-		derive(m, parent != 0 && pinned != 0 && parent != pinned);
+		if (__atomic_load_n(&m->valid_after, __ATOMIC_ACQUIRE) == UINT64_MAX ||
+		    gen - had >= FORK_RING || (pinned != 0 && parent != 0 && parent != pinned))
+			retire(m);
+		else
+			bd_timens_derive(m);
 		__atomic_store_n(&m->fork_gen, gen, __ATOMIC_RELEASE);
 	}
 	return __atomic_load_n(&m->timens_off, __ATOMIC_ACQUIRE);
@@ -188,10 +215,12 @@ int64_t bd_timens_current(const struct barrierd *b)
 int bd_timens_moved(struct barrierd *b)
 {
 	struct stat own;
-	int64_t old = __atomic_load_n(&b->timens_off, __ATOMIC_ACQUIRE);
 	uint64_t ino = __atomic_load_n(&b->timens_ino, __ATOMIC_ACQUIRE);
-	int ret = own_ns(&own);
+	int ret;
 
+	if (__atomic_load_n(&b->timens_off, __ATOMIC_ACQUIRE) == INT64_MIN)
+		return -EPROTO; /* retired, or never known */
+	ret = own_ns(&own);
 	if (ret == 0) {
 		/*
 		 * Pinned: no other namespace can carry this inode number while our fd is open
@@ -203,15 +232,7 @@ int bd_timens_moved(struct barrierd *b)
 	} else if (ret == -ENOENT && ino == 0 && access("/proc/self/stat", R_OK) == 0) {
 		return 0; /* a kernel without time namespaces, as when the offset was learnt */
 	}
-	/* Another namespace, or nothing readable: learn it all again (and refuse), or refuse. */
-	if (derive(b, true))
-		return -EPROTO;
-	/*
-	 * Same offset: another namespace, but the stamps were right.  Otherwise, stamps taken
-	 * since the move were converted with the old offset.  Too early by the offsets'
-	 * difference (the harm): all at or below the floor derive() raised.  Too late (a move to
-	 * a namespace ahead): above the host time, which no genuine stamp can be, refused by the
-	 * wait itself (wait.c).
-	 */
-	return __atomic_load_n(&b->timens_off, __ATOMIC_RELAXED) == old ? 0 : -ESTALE;
+	/* Another namespace, or nothing readable: the handle cannot judge stamps any more. */
+	retire(b);
+	return -ESTALE;
 }

@@ -206,16 +206,15 @@ static int ns_check(struct barrierd *b, const struct target *t, bool *checked)
 		return 0;
 	*checked = true;
 	ret = bd_timens_moved(b);
-	if (ret == -ESTALE && t->kind == T_VTIME)
-		return 0;
-	/* Another thread may have noticed the move first: its floor covers this stamp. */
-	if (ret == 0 && t->kind != T_VTIME &&
-	    t->value <= __atomic_load_n(&b->valid_after, __ATOMIC_ACQUIRE))
+	if (ret || t->kind == T_VTIME)
+		return ret;
+	/* Another thread may have retired the handle first: the floor covers this stamp. */
+	if (t->value <= __atomic_load_n(&b->valid_after, __ATOMIC_ACQUIRE))
 		return -ESTALE;
 	/* A stamp above the host time was converted with an offset too small: never genuine. */
-	if (ret == 0 && t->kind != T_VTIME && t->value > host_now(b))
+	if (t->value > host_now(b))
 		return -ESTALE;
-	return ret;
+	return 0;
 }
 
 /* fresh: the stamp was just taken by barrierd_barrier(), which then pays for a move check. */
@@ -224,6 +223,9 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 	uint64_t start, deadline, fb_deadline;
 	bool ns_checked = false;
 
+	/* First use after a fork: learn this process's offset (or retire), before any check. */
+	if (bd_timens_stale_fork(b))
+		(void)bd_timens_current(b);
 	if (passed(b, t)) {
 		/*
 		 * The fast path: loads only.  A fresh stamp seldom passes at once, so the

@@ -137,12 +137,27 @@ static void time_namespace_client(void **state)
  * A single-threaded client moves itself with setns() into a time namespace whose clock is
  * 0.2 s behind (or ahead of) the one it opened the handle in.  Its stamps are still converted
  * with the old offset until the library notices the move, so one taken now (s1) is 0.2 s too
- * early (or too late).  barrierd_barrier() must notice the move (-ESTALE) whether or not its
- * stamp would pass on the fast path; from then on s1 must be refused by waits (-ESTALE) and,
- * when too early, by barrierd_passed(), in this process and in a child forked before the move
- * was noticed; a vtime wait is unaffected, and a fresh stamp, converted with the new offset,
- * completes.
+ * early (or too late).  Children forked before the move was noticed must not pass s1, whatever
+ * their first call; barrierd_barrier() must notice the move (-ESTALE) whether or not its stamp
+ * would pass on the fast path, and retire the handle: s1 refused by barrierd_passed(), every
+ * wait -EPROTO.  A handle opened again in the new namespace works.
  */
+static int setns_kid(struct barrierd *b, uint64_t s1, int first_call_is_wait)
+{
+	pid_t kid = fork();
+	int st;
+
+	if (kid == 0) {
+		if (!first_call_is_wait && barrierd_passed(b, s1))
+			_exit(1);
+		_exit(barrierd_wait(b, s1, 5000000000LL) == 0 || barrierd_passed(b, s1) ? 2 : 0);
+	}
+	if (kid < 0)
+		return -1;
+	st = h_reap(kid, 10);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 static int setns_child(const char *offs)
 {
 	struct timespec pause = {0, 300000000};
@@ -164,28 +179,26 @@ static int setns_child(const char *offs)
 		return 13;
 	close(fd);
 	s1 = barrierd_stamp_ns(b);
-	/* A child forked before the move was noticed: its first stamp notices it for s1. */
-	pid_t kid = fork();
-
-	if (kid == 0) {
-		(void)barrierd_stamp_ns(b);
-		_exit(barrierd_passed(b, s1) || barrierd_wait(b, s1, 5000000000LL) != -ESTALE ? 1 : 0);
-	}
-	if (kid < 0 || h_reap(kid, 10) != 0)
+	if (setns_kid(b, s1, 0) || setns_kid(b, s1, 1))
 		return 20;
 	if (barrierd_barrier(b, 5000000000LL) != -ESTALE)
 		return 14;
 	if (barrierd_passed(b, s1))
 		return 15;
-	if (barrierd_wait(b, s1, 5000000000LL) != -ESTALE)
+	if (barrierd_wait(b, s1, 5000000000LL) != -EPROTO ||
+	    barrierd_barrier(b, 5000000000LL) != -EPROTO)
 		return 16;
+	barrierd_close(b);
+	/* Re-opened in the new namespace: converts with its offset. */
+	if (barrierd_open(&b, H.state))
+		return 17;
+	nanosleep(&pause, NULL);
 	v = barrierd_stamp_vtime(b);
 	if (barrierd_wait_vtime(b, v, 5000000000LL) != 0)
-		return 17;
-	s2 = barrierd_stamp_ns(b);
-	if (barrierd_wait(b, s2, 5000000000LL) != 0 || !barrierd_passed(b, s2))
 		return 18;
-	if (barrierd_barrier(b, 5000000000LL) != 0)
+	s2 = barrierd_stamp_ns(b);
+	if (barrierd_wait(b, s2, 5000000000LL) != 0 || !barrierd_passed(b, s2) ||
+	    barrierd_barrier(b, 5000000000LL) != 0)
 		return 19;
 	barrierd_close(b);
 	return 0;
