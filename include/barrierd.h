@@ -242,10 +242,10 @@ void barrierd_close(struct barrierd *b);
  * process lives in a time namespace.  Every store this thread made before the call is globally
  * visible before the returned time.  Never fails; if the namespace offset cannot be known after
  * a fork, it returns a stamp no barrier can pass (waits then return -EPROTO).  A process that
- * moves itself to another time namespace with setns() must open new handles: until a wait's
- * slow path (or barrierd_barrier) notices the move (-ESTALE, and the handle is retired: every
- * ns stamp refused, waits -EPROTO), stamps are converted with the old offset, and
- * barrierd_passed() cannot know.
+ * moves itself to another time namespace with setns() must close its handles before and open
+ * new ones after: until a wait's slow path (or barrierd_barrier) notices the move (-ESTALE,
+ * and the handle is retired: every ns stamp refused, waits -EPROTO), stamps are converted with
+ * the old offset, barrierd_passed() cannot know, and a move back is never noticed.
  */
 uint64_t barrierd_stamp_ns(const struct barrierd *b);
 /* barrierd_stamp_vtime - MFENCE, then a load of the published vtime: the vtime-domain stamp. */

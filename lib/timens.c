@@ -26,12 +26,14 @@
 
 unsigned bd_fork_gen;
 /*
- * The forking thread's own time namespace, indexed by the generation its child will have
- * (0: unknown).  A child (and its own children, before they touch the handle) reads the entry
- * of the first fork since the handle learnt its offset: per generation, because later forks
- * must not overwrite what an older fork recorded.
+ * The forking thread's own time namespace and the one its children get, indexed by the
+ * generation the child will have (UNKNOWN_NS: could not be read).  A child (and its own
+ * children, before they touch the handle) reads the entry of the first fork since the handle
+ * learnt its offset: per generation, because later forks must not overwrite what an older
+ * fork recorded.
  */
-static uint64_t fork_parent_ino[FORK_RING];
+#define UNKNOWN_NS UINT64_MAX
+static uint64_t fork_parent_ino[FORK_RING], fork_child_ino[FORK_RING];
 
 /* This thread's time namespace (thread-self: it exists even after the main thread exited). */
 static int own_ns(struct stat *st)
@@ -44,7 +46,11 @@ static void before_fork(void)
 	struct stat st;
 	unsigned next = __atomic_load_n(&bd_fork_gen, __ATOMIC_RELAXED) + 1;
 
-	__atomic_store_n(&fork_parent_ino[next % FORK_RING], own_ns(&st) ? 0 : (uint64_t)st.st_ino,
+	__atomic_store_n(&fork_parent_ino[next % FORK_RING],
+			 own_ns(&st) ? UNKNOWN_NS : (uint64_t)st.st_ino, __ATOMIC_RELAXED);
+	__atomic_store_n(&fork_child_ino[next % FORK_RING],
+			 stat("/proc/thread-self/ns/time_for_children", &st) ? UNKNOWN_NS
+									      : (uint64_t)st.st_ino,
 			 __ATOMIC_RELAXED);
 }
 
@@ -193,18 +199,29 @@ int64_t bd_timens_current(const struct barrierd *b)
 		uint64_t pinned = __atomic_load_n(&m->timens_ino, __ATOMIC_RELAXED);
 		uint64_t parent = __atomic_load_n(&fork_parent_ino[(had + 1) % FORK_RING],
 						  __ATOMIC_RELAXED);
+		uint64_t child = __atomic_load_n(&fork_child_ino[(had + 1) % FORK_RING],
+						 __ATOMIC_RELAXED);
+		int fd = __atomic_load_n(&m->timens_fd, __ATOMIC_RELAXED);
+		struct stat st;
 
 		/*
 		 * Once per fork.  If the process that forked had itself moved (setns) without
 		 * the handle noticing, its stamps since the move used the old offset: the child
 		 * retires the handle as the parent's next slow path would have.  (A child of
 		 * unshare() is in a new namespace, but its parent was not: its stamps were
-		 * right, and the child learns its own offset.)  Too many forks behind to know:
-		 * retire too.
+		 * right, and the child learns its own offset.)  A parent whose namespace could
+		 * not be read counts as moved (UNKNOWN_NS differs from any pinned inode).  Too
+		 * many forks behind to know: retire too.  A child born into the pinned namespace
+		 * keeps the inherited offset and descriptor, reading nothing from /proc (it may
+		 * be at its descriptor limit, or chrooted, by now).
 		 */
 		if (__atomic_load_n(&m->valid_after, __ATOMIC_ACQUIRE) == UINT64_MAX ||
-		    gen - had >= FORK_RING || (pinned != 0 && parent != 0 && parent != pinned))
+		    gen - had >= FORK_RING || (pinned != 0 && parent != pinned))
 			retire(m);
+		else if (gen - had == 1 && pinned != 0 && child == pinned && fd >= 0 &&
+			 fstat(fd, &st) == 0 && (uint64_t)st.st_ino == pinned &&
+			 (uint64_t)st.st_dev == __atomic_load_n(&m->timens_dev, __ATOMIC_RELAXED))
+			; /* born into the pinned namespace, whose fd we inherited: nothing changed */
 		else
 			bd_timens_derive(m);
 		__atomic_store_n(&m->fork_gen, gen, __ATOMIC_RELEASE);

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <sys/resource.h>
 
 #include "harness.h"
 
@@ -204,6 +205,36 @@ static int setns_child(const char *offs)
 	return 0;
 }
 
+/*
+ * A forked child that never changes namespace keeps a working handle even when it can open no
+ * file any more (its descriptor limit at 0): it was born into the pinned namespace.
+ */
+static void fork_child_without_files(void **state)
+{
+	struct barrierd *b;
+	pid_t kid;
+	int st;
+
+	(void)state;
+	assert_int_equal(barrierd_open(&b, H.state), 0);
+	kid = fork();
+	if (kid == 0) {
+		struct rlimit none = {0, 0};
+		uint64_t s;
+
+		if (setrlimit(RLIMIT_NOFILE, &none))
+			_exit(10);
+		s = barrierd_stamp_ns(b);
+		if (s >= UINT64_MAX - 1)
+			_exit(11);
+		_exit(barrierd_wait(b, s, 5000000000LL) == 0 && barrierd_passed(b, s) ? 0 : 12);
+	}
+	st = h_reap(kid, 20);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	barrierd_close(b);
+}
+
 static void setns_case(const char *offs)
 {
 	pid_t pid = fork();
@@ -302,6 +333,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(time_namespace_client, setup, teardown),
 		cmocka_unit_test_setup_teardown(time_namespace_setns_behind, setup, teardown),
 		cmocka_unit_test_setup_teardown(time_namespace_setns_ahead, setup, teardown),
+		cmocka_unit_test_setup_teardown(fork_child_without_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(eight_waiters, setup, teardown),
 		cmocka_unit_test_setup_teardown(killed_daemon, setup, teardown),
 	};
