@@ -14,9 +14,9 @@ BDLIB_EXPORT uint64_t barrierd_stamp_ns(const struct barrierd *b)
 	__asm__ __volatile__("mfence; lfence" ::: "memory");
 #endif
 	/*
-	 * Host time: our CLOCK_MONOTONIC minus this namespace's offset (read at open, after a
-	 * fork, and on a wait's slow path).  An offset that could not be known (INT64_MIN) makes
-	 * a stamp in the far future, which no published value can pass.
+	 * Host time: our CLOCK_MONOTONIC minus this namespace's offset (read at open and after a
+	 * fork).  An offset that could not be known, or a retired handle (INT64_MIN), makes a
+	 * stamp in the far future, which no published value can pass.
 	 */
 	int64_t off;
 	uint64_t now;
@@ -59,7 +59,8 @@ BDLIB_EXPORT bool barrierd_passed(const struct barrierd *b, uint64_t stamp_ns)
 {
 	/*
 	 * Strictly greater: a value equal to the stamp is not evidence.  valid_after is open_ns,
-	 * raised past every stamp converted with an outdated time-namespace offset.
+	 * or UINT64_MAX once a namespace move retired the handle (lib/timens.c); after a fork,
+	 * false until the child has learnt its offset (its first stamp, wait or request).
 	 */
 	return stamp_ns > __atomic_load_n(&b->valid_after, __ATOMIC_ACQUIRE) &&
 	       !bd_timens_stale_fork(b) && bd_trusted(b, &b->hdr->last_interrupt_ns, 0) > stamp_ns;

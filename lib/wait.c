@@ -61,8 +61,12 @@ static int passed(const struct barrierd *b, const struct target *t)
 
 	if (b->ncpu == 0)
 		return 0;
-	/* A ns stamp at or below valid_after may use an outdated namespace offset. */
-	if (t->kind != T_VTIME && t->value <= __atomic_load_n(&b->valid_after, __ATOMIC_RELAXED))
+	/*
+	 * A ns stamp at or below valid_after is refused (open_ns; everything once retired).
+	 * Acquire: retire() raises the floor before it changes the offset (both release), so a
+	 * stamp converted with the retired offset never meets the old floor here.
+	 */
+	if (t->kind != T_VTIME && t->value <= __atomic_load_n(&b->valid_after, __ATOMIC_ACQUIRE))
 		return 0;
 	if (bd_trusted(b, global_word(b, t), t->kind == T_VTIME) > t->value)
 		return 1;
@@ -191,12 +195,12 @@ static void sleep_on(const struct barrierd *b, const struct target *t, const uin
 
 /*
  * A setns() may have moved us to another time namespace: ns stamps taken since were
- * converted with the old offset and cannot be judged (bd_timens_moved: -ESTALE, and the
- * floor raised over them; -EPROTO if the new offset cannot be known).  Checked once per slow
- * path, after the ring, so its /proc lookup (tens of microseconds on a cold CPU) overlaps the
- * daemon's answer instead of delaying the ring; and before any success of the slow path, so
- * no stale stamp is reported passed by it.  A vtime target does not depend on the clock: a
- * move only refreshes the offset (for deadlines and liveness).
+ * converted with the old offset and cannot be judged, so the move retires the handle
+ * (bd_timens_moved: -ESTALE, then -EPROTO for every later call; vtime waits too, since
+ * deadlines and liveness need the offset).  Checked once per slow path, after the ring, so
+ * its stat() (tens of microseconds on a cold CPU) overlaps the daemon's answer instead of
+ * delaying the ring; and before any success of the slow path, so no stale stamp is reported
+ * passed by it.
  */
 static int ns_check(struct barrierd *b, const struct target *t, bool *checked)
 {
@@ -250,7 +254,7 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 		int ret;
 
 		/* A move (found by any thread) puts this stamp under the floor: not judged. */
-		if (t->kind != T_VTIME && t->value <= __atomic_load_n(&b->valid_after, __ATOMIC_RELAXED))
+		if (t->kind != T_VTIME && t->value <= __atomic_load_n(&b->valid_after, __ATOMIC_ACQUIRE))
 			return -ESTALE;
 		if (passed(b, t))
 			return ns_check(b, t, &ns_checked);
