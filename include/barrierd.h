@@ -225,11 +225,14 @@ struct barrierd_open_opts {
  * path: NULL means secure_getenv("BARRIERD_STATE"), then BARRIERD_DEFAULT_STATE_PATH.
  * Trust: the file must be a regular file owned by root (or opts->trusted_uid), not writable by
  * group or others, in a directory chain owned by root (or that uid) that no one else can write
- * unless root-owned and sticky.  Then the magic, ABI major, sizes and ncpu against the file size
- * are checked, and no time field may be later than our clock (a file from another boot).
- * Returns 0 and *out; -EPERM (untrusted), -EPROTO (not a barrierd v1 file; no /proc; a time
- * namespace whose offset cannot be known), -ESTALE (times from the future), -EINVAL (bad
- * arguments), -ENOENT, -ENOMEM and other open(2)/mmap(2) errors.
+ * unless root-owned and sticky, and at most 4096 directories deep.  Then the magic, ABI major,
+ * sizes and ncpu against the file size are checked, and no time field may be later than our
+ * clock (a file from another boot).  A file whose extension is not laid out yet (a daemon
+ * starting) is accepted; the handle then keeps the file open (one close-on-exec descriptor)
+ * until a wait or barrierd_request() finds the extension and maps it.
+ * Returns 0 and *out; -EPERM (untrusted, or a chain deeper than 4096 directories), -EPROTO (not
+ * a barrierd v1 file; no /proc; a time namespace whose offset cannot be known), -ESTALE (times
+ * from the future), -EINVAL (bad arguments), -ENOENT, -ENOMEM and other open(2)/mmap(2) errors.
  */
 int barrierd_open(struct barrierd **out, const char *path);
 int barrierd_open_opts(struct barrierd **out, const char *path,
@@ -254,7 +257,10 @@ uint64_t barrierd_stamp_vtime(const struct barrierd *b);
 /*
  * Has every CPU passed the barrier for this stamp?  A few loads: no syscall, no locked RMW.
  * False for a stamp at or below barrierd_open_ns().  Nobody is asked for evidence: a poller
- * should call barrierd_request() once, or an idle machine may never produce any.
+ * should call barrierd_request() once, or an idle machine may never produce any.  A value is
+ * believed only if the daemon's flags and generation, read before and after it, show one
+ * running daemon; otherwise no more than the stop snapshot (nothing, before barrierd_request()
+ * or a wait has found the extension of a file opened without one).
  */
 bool barrierd_passed(const struct barrierd *b, uint64_t stamp_ns);
 bool barrierd_passed_vtime(const struct barrierd *b, uint64_t vtime);
@@ -262,8 +268,11 @@ bool barrierd_passed_vtime(const struct barrierd *b, uint64_t vtime);
 /*
  * barrierd_wait - block until every CPU passed the stamp, or time runs out.
  * Sleeps on a futex (never spins beyond a short bounded re-ring), rings the daemon's doorbell
- * when a CPU it needs is idle, offline or not yet watched.  timeout_ns < 0 waits without a
- * deadline, still re-checking the daemon's liveness every few milliseconds.
+ * when a CPU it needs is idle, offline or not yet watched, or when the daemon is disarmed.
+ * While only the daemon's armed flag keeps it from ringing, the sleep also watches the low half
+ * of header.flags (futex_waitv), so a disarm is seen at once; without futex_waitv such sleeps
+ * last at most 1 ms.  timeout_ns < 0 waits without a deadline, still re-checking the daemon's
+ * liveness every few milliseconds.
  * Returns 0 (passed); -ETIMEDOUT; -ESTALE (no live daemon and no fallback; or the process
  * changed time namespace since the stamp); -EINVAL (stamp at or below barrierd_open_ns(), bad
  * arguments); -EPROTO (namespace offset unknown); with BARRIERD_FALLBACK_MEMBARRIER, the
@@ -277,7 +286,9 @@ int barrierd_wait_vtime(struct barrierd *b, uint64_t vtime, int64_t timeout_ns);
  * Wait for the CPUs in the set only (cpus: a cpu_set_t of setsize bytes, as for
  * sched_setaffinity).  This covers only threads that can never run outside the set (their
  * affinity, enforced by a cpuset or the caller): a thread that can migrate out is not covered.
- * Uses futex_waitv on up to 128 per-CPU words, and the global word beyond.  Errors as
+ * Uses futex_waitv on up to 126 per-CPU words (the global word stands for any beyond).  Where
+ * futex_waitv fails with ENOSYS or EPERM (Linux before 5.16, a seccomp profile), the process
+ * stops using it and sleeps on one lagging CPU's word in bounded slices.  Errors as
  * barrierd_wait(); -EINVAL for a setsize that is 0 or not a multiple of sizeof(long).
  */
 int barrierd_wait_cpus(struct barrierd *b, uint64_t stamp_ns, const void *cpus, size_t setsize,
@@ -295,7 +306,10 @@ int barrierd_request(struct barrierd *b);
 /* Is a daemon publishing (running, not stopped, heartbeat within three periods)? */
 bool barrierd_live(const struct barrierd *b);
 
-/* The read-only mapping and its size, for tools (barrierctl) and tests. */
+/*
+ * The read-only mapping and its size, for tools (barrierctl) and tests: the mapping made at
+ * open, or the longer one made when the extension appeared past its end.
+ */
 const struct barrierd_header *barrierd_mapping(const struct barrierd *b, size_t *size);
 
 /* The clock reading taken at open: stamps at or below it are refused (-EINVAL). */

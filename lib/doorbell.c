@@ -27,6 +27,9 @@ BDLIB_EXPORT int barrierd_request(struct barrierd *b)
 	/* After a fork, barrierd_passed() is false until the offset is learnt: learn it here. */
 	if (bd_timens_stale_fork(b))
 		(void)bd_timens_current(b);
+	/* A poller's one slow call: pick up an extension laid out since open (stop snapshot). */
+	if (!bd_ext(b))
+		bd_ext_refresh(b);
 	r = bd_ring(b);
 
 	return r < 0 ? r : 0;

@@ -10,8 +10,16 @@
 
 struct barrierd {
 	const struct barrierd_header *hdr; /* read-only shared mapping */
-	const struct barrierd_ext *ext;    /* NULL when the file has no extension */
+	/*
+	 * NULL while the file has no extension.  Set once, when the feature bit appears
+	 * (bd_ext_refresh, release); read it with bd_ext() (acquire), never directly.
+	 */
+	const struct barrierd_ext *ext;
 	size_t size;
+	int fd;		  /* the state file, kept only while ext is NULL (to map it), else -1 */
+	int ext_busy;	  /* __atomic: one thread at a time in bd_ext_refresh (a trylock) */
+	const void *map2; /* the longer mapping the extension needed, or NULL; unmapped at close */
+	size_t size2;
 	uint64_t ncpu;
 	uint64_t open_ns;   /* host CLOCK_MONOTONIC at open: stamps must be later */
 	int64_t timens_off; /* this process's CLOCK_MONOTONIC offset (updated atomically) */
@@ -37,26 +45,34 @@ static inline uint32_t bd_load_low(const uint64_t *p)
 	return __atomic_load_n((const uint32_t *)p, __ATOMIC_ACQUIRE);
 }
 
-/*
- * A published value as far as it can be trusted: the value itself while the file is marked
- * running; otherwise no more than what our daemon left when it stopped (ext.stop_ns or
- * stop_vtime), since a value raised while none of ours runs is no evidence.  The value is
- * loaded before the flags: a writer that took over after our daemon stopped wrote after the
- * stopped flag, so a load that sees its value sees the flag too (x86 loads are not reordered
- * with older loads).
- */
-static inline uint64_t bd_trusted(const struct barrierd *b, const uint64_t *word, int vtime)
+/* The extension, or NULL: acquire, pairing with the release in bd_ext_refresh. */
+static inline const struct barrierd_ext *bd_ext(const struct barrierd *b)
 {
-	uint64_t v = bd_load(word);
-	uint64_t f = bd_load(&b->hdr->flags);
-
-	if ((f & BARRIERD_FLAG_RUNNING) && !(f & BARRIERD_FLAG_STOPPED))
-		return v;
-	if (!b->ext)
-		return 0;
-	uint64_t cap = bd_load(vtime ? &b->ext->stop_vtime : &b->ext->stop_ns);
-	return v < cap ? v : cap;
+	return __atomic_load_n(&b->ext, __ATOMIC_ACQUIRE);
 }
+
+/* Is CPU c in a cpu_set_t of nbits bits? */
+static inline bool bd_in_set(const unsigned long *set, size_t nbits, uint64_t c)
+{
+	if (c >= nbits)
+		return false;
+	return (set[c / (8 * sizeof(long))] >> (c % (8 * sizeof(long)))) & 1;
+}
+
+/*
+ * A published value as far as it can be trusted (lib/trusted.c): the value itself if it was
+ * read while one daemon of ours ran throughout; otherwise no more than what our daemon left
+ * when it stopped (ext.stop_ns or stop_vtime), or 0 without the extension.
+ */
+uint64_t bd_trusted(const struct barrierd *b, const uint64_t *word, int vtime);
+
+/*
+ * Has every CPU of the set published a CLOCK_MONOTONIC value above stamp_ns, read while one
+ * daemon of ours ran throughout (lib/trusted.c)?  Per-CPU values have no stop snapshot: they
+ * count only while a daemon runs.
+ */
+bool bd_cpus_passed(const struct barrierd *b, const unsigned long *set, size_t nbits,
+		    uint64_t stamp_ns);
 
 /* The raw CLOCK_MONOTONIC of this process (in its time namespace), in ns. */
 uint64_t bd_clock_raw(void);
@@ -104,6 +120,13 @@ int bd_open_trusted(const char *path, uid_t trusted_uid, int trusted_uid_set, in
  */
 int bd_validate(const struct barrierd_header *h, size_t size, const struct barrierd_ext **ext,
 		uint64_t *ncpu);
+
+/*
+ * A handle opened before the daemon laid out the extension: once the feature bit is set,
+ * validate the extension as bd_validate does (mapping the file again if it grew past our
+ * mapping) and publish it.  Never blocks; does nothing once the extension is known.
+ */
+void bd_ext_refresh(struct barrierd *b);
 
 /* Doorbell: one FUTEX_WAKE; returns how many daemon threads heard it, or -errno. */
 int bd_ring(const struct barrierd *b);

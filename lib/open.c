@@ -20,6 +20,25 @@ uint64_t bd_clock_raw(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * The extension at byte offset xo of a mapping of `size` bytes, checked for a reader that
+ * indexes ncpu entries: inside the mapping, after the per-CPU array, our sizes.  NULL if not.
+ */
+static const struct barrierd_ext *ext_at(const void *map, size_t size, uint64_t xo, uint64_t ncpu)
+{
+	const struct barrierd_ext *x;
+
+	if (xo % 8 || xo < sizeof(struct barrierd_header) + ncpu * sizeof(struct barrierd_cpu) ||
+	    xo > size ||
+	    size - xo < sizeof(struct barrierd_ext) + ncpu * sizeof(struct barrierd_ext_cpu))
+		return NULL;
+	x = (const void *)((const char *)map + xo);
+	if (x->ext_header_size != sizeof(*x) ||
+	    x->ext_cpu_stride != sizeof(struct barrierd_ext_cpu))
+		return NULL;
+	return x;
+}
+
 int bd_validate(const struct barrierd_header *h, size_t size, const struct barrierd_ext **ext,
 		uint64_t *ncpu_out)
 {
@@ -42,15 +61,9 @@ int bd_validate(const struct barrierd_header *h, size_t size, const struct barri
 		return -EPROTO;
 	xo = bd_load(&h->ext_offset);
 	if (bd_load(&h->flags) & BARRIERD_FEAT_EXTENSION) {
-		if (xo % 8 || xo < sizeof(*h) + ncpu * sizeof(struct barrierd_cpu) || xo > size ||
-		    size - xo < sizeof(struct barrierd_ext) + ncpu * sizeof(struct barrierd_ext_cpu))
+		*ext = ext_at(h, size, xo, ncpu);
+		if (!*ext)
 			return -EPROTO;
-		const struct barrierd_ext *x = (const void *)((const char *)h + xo);
-
-		if (x->ext_header_size != sizeof(*x) ||
-		    x->ext_cpu_stride != sizeof(struct barrierd_ext_cpu))
-			return -EPROTO;
-		*ext = x;
 	}
 	*ncpu_out = ncpu;
 	return 0;
@@ -73,8 +86,8 @@ static int check_times(struct barrierd *b)
 
 		maxv = v > maxv ? v : maxv;
 	}
-	if (b->ext) {
-		uint64_t v = bd_load(&b->ext->last_advance_ns);
+	if (bd_ext(b)) {
+		uint64_t v = bd_load(&bd_ext(b)->last_advance_ns);
 
 		maxv = v > maxv ? v : maxv;
 	}
@@ -111,6 +124,7 @@ BDLIB_EXPORT int barrierd_open_opts(struct barrierd **out, const char *path,
 	if (!b)
 		return -ENOMEM;
 	b->timens_fd = -1;
+	b->fd = -1;
 	ret = bd_timens_derive(b);
 	if (ret)
 		goto fail;
@@ -138,13 +152,23 @@ BDLIB_EXPORT int barrierd_open_opts(struct barrierd **out, const char *path,
 		goto fail;
 	}
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-	ret = -errno;
-	close(fd);
-	if (map == MAP_FAILED)
+	if (map == MAP_FAILED) {
+		ret = -errno;
+		close(fd);
 		goto fail;
+	}
 	b->hdr = map;
 	b->size = (size_t)st.st_size;
 	ret = bd_validate(b->hdr, b->size, &b->ext, &b->ncpu);
+	/*
+	 * No extension yet (a new or reset file, laid out but not yet started): keep the trusted
+	 * descriptor to map it when it appears (bd_ext_refresh).  Never reopened by name: the
+	 * path was checked once, on the descriptors we hold.
+	 */
+	if (ret || b->ext)
+		close(fd);
+	else
+		b->fd = fd;
 	if (ret)
 		goto fail;
 	ret = check_times(b);
@@ -162,18 +186,84 @@ BDLIB_EXPORT int barrierd_open(struct barrierd **out, const char *path)
 	return barrierd_open_opts(out, path, NULL);
 }
 
+void bd_ext_refresh(struct barrierd *b)
+{
+	const struct barrierd_ext *x;
+	struct stat st;
+	int expected = 0;
+	uint64_t xo;
+	void *map;
+
+	/*
+	 * The feature bit first, then the fields it vouches for: the daemon lays the extension
+	 * out (offset, sizes) before it sets the bit, with ordered stores, and our later loads
+	 * are not performed before this one (x86: loads are not reordered with older loads).
+	 */
+	if (!(bd_load(&b->hdr->flags) & BARRIERD_FEAT_EXTENSION))
+		return;
+	/*
+	 * One thread at a time, and nobody waits for it: another caller simply goes on without
+	 * the extension this time (so a child forked while a thread was in here is not stuck).
+	 */
+	if (!__atomic_compare_exchange_n(&b->ext_busy, &expected, 1, false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED))
+		return;
+	if (bd_ext(b) || b->fd < 0)
+		goto out; /* another thread got it first */
+	xo = bd_load(&b->hdr->ext_offset);
+	x = ext_at(b->hdr, b->size, xo, b->ncpu);
+	if (!x) {
+		/*
+		 * Past the end of our mapping: the file grew (the daemon only grows it).  Map its
+		 * size now, and keep the old mapping until close: other threads may be reading
+		 * through b->hdr at this very moment.  Both map the same pages of the same inode.
+		 */
+		if (fstat(b->fd, &st) || st.st_size <= (off_t)b->size)
+			goto out;
+		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, b->fd, 0);
+		if (map == MAP_FAILED)
+			goto out;
+		x = ext_at(map, (size_t)st.st_size, xo, b->ncpu);
+		if (!x) {
+			munmap(map, (size_t)st.st_size);
+			goto out;
+		}
+		b->map2 = map;
+		b->size2 = (size_t)st.st_size;
+	}
+	/*
+	 * Release: a thread that loads the pointer (bd_ext, acquire) also sees map2, size2 and
+	 * the extension's checked fields.  Published once; never cleared while the handle lives.
+	 */
+	__atomic_store_n(&b->ext, x, __ATOMIC_RELEASE);
+	close(b->fd);
+	b->fd = -1;
+out:
+	__atomic_store_n(&b->ext_busy, 0, __ATOMIC_RELEASE);
+}
+
 BDLIB_EXPORT void barrierd_close(struct barrierd *b)
 {
 	if (!b)
 		return;
 	if (b->hdr)
 		munmap((void *)b->hdr, b->size);
+	if (b->map2)
+		munmap((void *)b->map2, b->size2);
+	if (b->fd >= 0)
+		close(b->fd);
 	bd_timens_unpin(b);
 	free(b);
 }
 
 BDLIB_EXPORT const struct barrierd_header *barrierd_mapping(const struct barrierd *b, size_t *size)
 {
+	/* The longer mapping, once the extension needed one (set before ext: acquire). */
+	if (bd_ext(b) && b->map2) {
+		if (size)
+			*size = b->size2;
+		return b->map2;
+	}
 	if (size)
 		*size = b->size;
 	return b->hdr;

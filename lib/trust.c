@@ -31,9 +31,19 @@ static int dir_ok(const struct stat *st, uid_t trusted, int trusted_set)
 }
 
 /*
+ * Ancestors the walk checks at most; a deeper chain is refused.  Path length does not bound
+ * the depth: a relative path starts from a working directory of any depth, and every symlink
+ * in a path adds up to PATH_MAX more.  The bound keeps the walk's cost (three system calls a
+ * level) bounded for a chain someone made arbitrarily deep; no real state path comes near it.
+ */
+#define MAX_DEPTH 4096
+
+/*
  * Walk from an open directory up to "/" through "..", checking each.  Working on descriptors,
  * not names, checks exactly the directories the file is opened through: a symlink swapped in
- * a name between a check and the open cannot redirect us.
+ * a name between a check and the open cannot redirect us.  A chain deeper than MAX_DEPTH is
+ * refused (-EPERM): its unchecked ancestors could be anyone's, and stopping early used to
+ * accept it.
  */
 static int chain_ok(int dfd, uid_t trusted_uid, int trusted_uid_set)
 {
@@ -57,8 +67,12 @@ static int chain_ok(int dfd, uid_t trusted_uid, int trusted_uid_set)
 			ret = -EPERM;
 			break;
 		}
-		if ((st.st_dev == root.st_dev && st.st_ino == root.st_ino) || depth > 4096)
+		if (st.st_dev == root.st_dev && st.st_ino == root.st_ino)
 			break;
+		if (depth >= MAX_DEPTH) {
+			ret = -EPERM;
+			break;
+		}
 		up = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (up < 0) {
 			ret = -errno;

@@ -2,6 +2,9 @@
 /*
  * The futex wait: sleep on a word's low half with a bounded timeout, re-check the full
  * 64-bit value, ring the doorbell when an idle, offline or unknown CPU holds the barrier back.
+ * When it did not ring only because the daemon was armed, the sleep also watches the low half
+ * of header.flags, so that a disarm after that decision ends it (the daemon FUTEX_WAKEs that
+ * word after every change of the flags).
  */
 #include "internal.h"
 
@@ -22,8 +25,17 @@
 
 #define SLICE_NS (10 * 1000000LL)     /* longest sleep between liveness re-checks */
 #define LOST_RING_SLICE_NS (1000000LL) /* sleep after a ring nobody heard */
+/* Without futex_waitv, after not ringing because the daemon was armed (see sleep_on). */
+#define ARMED_SLICE_NS (1000000LL)
 #define RERING_WINDOW_NS (200 * 1000LL) /* how long to keep re-ringing (bounded spin) */
-#define WAITV_MAX 128
+#define WAITV_MAX 128			/* the kernel's FUTEX_WAITV_MAX */
+
+/*
+ * futex_waitv is missing (ENOSYS: Linux before 5.16) or forbidden (EPERM or ENOSYS under a
+ * container's seccomp profile).  Remembered for the process (__atomic, relaxed: a stale 0
+ * costs one more failing call, nothing else), so every later sleep goes to FUTEX_WAIT at once.
+ */
+static int waitv_unavailable;
 
 enum target_kind { T_NS, T_VTIME, T_CPUS };
 
@@ -36,11 +48,7 @@ struct target {
 
 static inline int in_set(const struct target *t, uint64_t c)
 {
-	if (t->kind != T_CPUS)
-		return 1;
-	if (c >= t->nbits)
-		return 0;
-	return (t->set[c / (8 * sizeof(long))] >> (c % (8 * sizeof(long)))) & 1;
+	return t->kind != T_CPUS || bd_in_set(t->set, t->nbits, c);
 }
 
 static inline const uint64_t *cpu_word(const struct barrierd *b, const struct target *t,
@@ -57,8 +65,6 @@ static inline const uint64_t *global_word(const struct barrierd *b, const struct
 
 static int passed(const struct barrierd *b, const struct target *t)
 {
-	uint64_t f;
-
 	if (b->ncpu == 0)
 		return 0;
 	/*
@@ -72,35 +78,42 @@ static int passed(const struct barrierd *b, const struct target *t)
 		return 1;
 	if (t->kind != T_CPUS)
 		return 0;
-	for (uint64_t c = 0; c < b->ncpu; c++)
-		if (in_set(t, c) && bd_load(cpu_word(b, t, c)) <= t->value)
-			return 0;
-	/* Per-CPU values count only while our daemon runs (see bd_trusted). */
-	f = bd_load(&b->hdr->flags);
-	return (f & BARRIERD_FLAG_RUNNING) && !(f & BARRIERD_FLAG_STOPPED);
+	/* Per-CPU values count only while one daemon of ours runs (lib/trusted.c). */
+	return bd_cpus_passed(b, t->set, t->nbits, t->value);
 }
+
+enum ring_decision {
+	NO_RING,       /* no doorbell, or nothing lagging */
+	NO_RING_ARMED, /* not rung only because the daemon is armed and every lagging CPU busy */
+	RING,
+};
 
 /*
  * Ring only when the daemon is disarmed (it waits for a ring before it listens to busy CPUs),
  * or a CPU at or below the target is idle, offline, unknown or the daemon's own (BRIEF §4):
- * a busy CPU of an armed daemon brings its own evidence at its next event.
+ * a busy CPU of an armed daemon brings its own evidence at its next event.  `flags` is the
+ * caller's snapshot of header.flags: the sleep that follows watches that very value, so a
+ * disarm after this decision cannot go unseen (sleep_on).
  */
-static int need_ring(const struct barrierd *b, const struct target *t)
+static enum ring_decision need_ring(const struct barrierd *b, const struct target *t,
+				    uint64_t flags)
 {
-	uint64_t flags = bd_load(&b->hdr->flags);
+	const struct barrierd_ext *x = bd_ext(b);
+	bool lagging = false;
 
-	if (!b->ext || !(flags & BARRIERD_FEAT_DOORBELL))
-		return 0;
+	if (!x || !(flags & BARRIERD_FEAT_DOORBELL))
+		return NO_RING;
 	/* Disarmed: no CPU signals the daemon until someone rings. */
 	if (!(flags & BARRIERD_FLAG_ARMED))
-		return 1;
+		return RING;
 	for (uint64_t c = 0; c < b->ncpu; c++) {
 		if (!in_set(t, c) || bd_load(cpu_word(b, t, c)) > t->value)
 			continue;
-		if (bd_load(&b->ext->cpu[c].state) != BARRIERD_CPU_BUSY)
-			return 1;
+		if (bd_load(&x->cpu[c].state) != BARRIERD_CPU_BUSY)
+			return RING;
+		lagging = true;
 	}
-	return 0;
+	return lagging ? NO_RING_ARMED : NO_RING;
 }
 
 static uint64_t host_now(const struct barrierd *b)
@@ -139,58 +152,103 @@ static void to_timespec(int64_t ns, struct timespec *ts)
 	ts->tv_nsec = (long)(ns % 1000000000LL);
 }
 
+static void waitv_entry(struct futex_waitv *w, const uint64_t *word, uint32_t val)
+{
+	memset(w, 0, sizeof(*w));
+	w->uaddr = (uintptr_t)word; /* the low half: x86 is little-endian */
+	w->val = val;
+	w->flags = FUTEX2_SIZE_U32; /* shared: not FUTEX2_PRIVATE, the daemon is another process */
+}
+
+/*
+ * futex_waitv for at most slice_ns: 1 when it slept or found a word changed, 0 when it could
+ * not be used (then the caller sleeps with FUTEX_WAIT instead: never a loop without a sleep).
+ */
+static int sleep_waitv(struct futex_waitv *wv, unsigned n, int64_t slice_ns)
+{
+	struct timespec ts;
+
+	if (__atomic_load_n(&waitv_unavailable, __ATOMIC_RELAXED))
+		return 0;
+	to_timespec((int64_t)bd_clock_raw() + slice_ns, &ts); /* absolute */
+	if (syscall(SYS_futex_waitv, wv, n, 0, &ts, CLOCK_MONOTONIC) >= 0 || errno == EAGAIN ||
+	    errno == ETIMEDOUT || errno == EINTR)
+		return 1;
+	if (errno == ENOSYS || errno == EPERM)
+		__atomic_store_n(&waitv_unavailable, 1, __ATOMIC_RELAXED);
+	return 0; /* any other error: FUTEX_WAIT this time */
+}
+
 /*
  * Sleep until a watched word's low half differs from what we read before the last check, or
  * the slice ends.  The futex compares only 32 bits (a change in the high half alone is not
  * seen), which is why every sleep is bounded and the caller re-checks all 64 bits.
+ *
+ * The words: the global word (snap_global, read before the last check) or, for wait_cpus, the
+ * lagging CPUs' words (each loaded once, for both its check and its expected value); and, when
+ * the caller did not ring only because the daemon was armed (armed_no_ring), the low half of
+ * header.flags as it was snapshot before that decision (snap_flags).  That word is why a
+ * disarm cannot be lost: the daemon clears ARMED, then wakes the waiters; if the wake comes
+ * after our decision but before we sleep, the kernel's compare of the flags word fails and we
+ * return at once, and if it comes later it wakes us.  It goes first in the vector: the kernel
+ * compares the words in order, so we are never queued on another word for nothing.  It is
+ * not watched after a ring: the daemon arms when it hears one, and that change of the flags
+ * would only wake us before the credit we asked for is published.
  */
-static void sleep_on(const struct barrierd *b, const struct target *t, const uint32_t *snap_global,
-		     int64_t slice_ns)
+static void sleep_on(const struct barrierd *b, const struct target *t, uint32_t snap_global,
+		     uint32_t snap_flags, int64_t slice_ns, bool armed_no_ring)
 {
+	struct futex_waitv wv[WAITV_MAX];
+	const uint64_t *word = global_word(b, t); /* for FUTEX_WAIT */
+	uint32_t val = snap_global;
 	struct timespec ts;
+	unsigned n = 0, ncpu_words = 0;
+	bool need_global = t->kind != T_CPUS;
 
+	if (armed_no_ring)
+		waitv_entry(&wv[n++], &b->hdr->flags, snap_flags);
 	if (t->kind == T_CPUS) {
-		struct futex_waitv wv[WAITV_MAX];
-		unsigned n = 0;
-		int more = 0;
-
 		for (uint64_t c = 0; c < b->ncpu; c++) {
 			const uint64_t *w = cpu_word(b, t, c);
 			uint64_t cur;
 
 			if (!in_set(t, c))
 				continue;
-			/* One load serves the check and the futex's expected value. */
 			cur = bd_load(w);
 			if (cur > t->value)
 				continue;
+			/* More lagging CPUs than futex_waitv takes: the global word stands in. */
 			if (n == WAITV_MAX - 1) {
-				more = 1;
+				need_global = true;
 				break;
 			}
-			memset(&wv[n], 0, sizeof(wv[n]));
-			wv[n].uaddr = (uintptr_t)w;
-			wv[n].val = (uint32_t)cur;
-			wv[n].flags = FUTEX2_SIZE_U32; /* shared: not FUTEX2_PRIVATE */
-			n++;
+			waitv_entry(&wv[n++], w, (uint32_t)cur);
+			/*
+			 * Without futex_waitv, FUTEX_WAIT on the first lagging CPU's word: the
+			 * barrier cannot pass before that word changes, while the global word may
+			 * not move at all (a CPU outside the set holding the minimum).
+			 */
+			if (ncpu_words++ == 0) {
+				word = w;
+				val = (uint32_t)cur;
+			}
 		}
-		/* More lagging CPUs than futex_waitv takes: the global word stands for the rest. */
-		if (more) {
-			memset(&wv[n], 0, sizeof(wv[n]));
-			wv[n].uaddr = (uintptr_t)global_word(b, t);
-			wv[n].val = *snap_global;
-			wv[n].flags = FUTEX2_SIZE_U32;
-			n++;
-		}
-		if (n > 0) {
-			to_timespec((int64_t)bd_clock_raw() + slice_ns, &ts); /* absolute */
-			syscall(SYS_futex_waitv, wv, n, 0, &ts, CLOCK_MONOTONIC);
-			return;
-		}
+		need_global = need_global || ncpu_words == 0;
 	}
+	if (need_global)
+		waitv_entry(&wv[n++], global_word(b, t), snap_global);
+	/* One word (the global one, flags not watched): FUTEX_WAIT does it. */
+	if (n > 1 && sleep_waitv(wv, n, slice_ns))
+		return;
+	/*
+	 * FUTEX_WAIT watches one word, not the flags: a disarm after we decided not to ring
+	 * (only because the daemon was armed) would go unseen for the whole slice.  Keep that
+	 * sleep short.
+	 */
+	if (armed_no_ring && slice_ns > ARMED_SLICE_NS)
+		slice_ns = ARMED_SLICE_NS;
 	to_timespec(slice_ns, &ts); /* relative */
-	syscall(SYS_futex, (const uint32_t *)global_word(b, t), FUTEX_WAIT, *snap_global, &ts, NULL,
-		0);
+	syscall(SYS_futex, (const uint32_t *)word, FUTEX_WAIT, val, &ts, NULL, 0);
 }
 
 /*
@@ -230,6 +288,9 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 	/* First use after a fork: learn this process's offset (or retire), before any check. */
 	if (bd_timens_stale_fork(b))
 		(void)bd_timens_current(b);
+	/* Opened before the extension was laid out: pick it up (its stop snapshot, doorbell). */
+	if (!bd_ext(b))
+		bd_ext_refresh(b);
 	if (passed(b, t)) {
 		/*
 		 * The fast path: loads only.  A fresh stamp seldom passes at once, so the
@@ -250,7 +311,8 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 		/* Read the futex word before checking, so no change between them is missed. */
 		uint32_t snap = bd_load_low(global_word(b, t));
 		int64_t slice = SLICE_NS;
-		uint64_t now, end;
+		enum ring_decision ring_it;
+		uint64_t now, end, flags;
 		int ret;
 
 		/* A move (found by any thread) puts this stamp under the floor: not judged. */
@@ -275,7 +337,16 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 			return bd_fallback_membarrier();
 		if (now >= deadline)
 			return -ETIMEDOUT;
-		if (need_ring(b, t) && !ring(b, t))
+		if (!bd_ext(b))
+			bd_ext_refresh(b);
+		/*
+		 * The flags, once, before the decision: the decision is taken on this value and,
+		 * when it rested on ARMED, the sleep watches its low half, so a change after this
+		 * load (a disarm) either fails the kernel's compare or wakes us (sleep_on).
+		 */
+		flags = bd_load(&b->hdr->flags);
+		ring_it = need_ring(b, t, flags);
+		if (ring_it == RING && !ring(b, t))
 			slice = LOST_RING_SLICE_NS;
 		ret = ns_check(b, t, &ns_checked);
 		if (ret)
@@ -285,7 +356,7 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 		end = deadline < fb_deadline ? deadline : fb_deadline;
 		if (end - now < (uint64_t)slice)
 			slice = (int64_t)(end - now);
-		sleep_on(b, t, &snap, slice);
+		sleep_on(b, t, snap, (uint32_t)flags, slice, ring_it == NO_RING_ARMED);
 	}
 }
 

@@ -21,9 +21,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
+#ifdef BARRIERD_TEST_HOOKS
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#endif
 
 #define MAX_AGAIN 8
 
@@ -43,7 +49,43 @@ struct daemon {
 	uint64_t armed_until, tick_ns;
 	uint64_t credit_due; /* when cfd fires (absolute CLOCK_MONOTONIC), 0: not set */
 	bool credit_pending;
+	bool foreign; /* another process wrote the file: reset it at the stop */
+#ifdef BARRIERD_TEST_HOOKS
+	pthread_t hook_thread;
+	uint32_t hook_go; /* futex: SIGUSR1 asks the hook thread to detach */
+	bool hook_started;
+#endif
 };
+
+#ifdef BARRIERD_TEST_HOOKS
+/*
+ * Test-only: detach the sched_switch program from a thread other than the main one, while the
+ * main thread sleeps in epoll_wait, as bpftool or a bug outside the daemon would.  The main
+ * thread's next wake-up (a ring) is a switch *in*, which no switch count sees: only a check
+ * after the idle RMWs can notice (DESIGN 3.11).  Created before the sandbox; it only sleeps,
+ * closes the link's descriptor and writes a log line, all of which the filter allows.
+ */
+static void *hook_main(void *arg)
+{
+	struct daemon *d = arg;
+	struct timespec ts = {0, 100 * 1000000L};
+
+	while (!__atomic_load_n(&d->hook_go, __ATOMIC_ACQUIRE))
+		syscall(SYS_futex, &d->hook_go, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+	if (__atomic_load_n(&d->hook_go, __ATOMIC_ACQUIRE) != 1)
+		return NULL;  /* shutting down */
+	nanosleep(&ts, NULL); /* let the main thread go back to sleep */
+	bpf_ctx_detach_switch(&d->bpf);
+	log_warn("test hook: sched_switch program detached by another thread");
+	return NULL;
+}
+
+static void hook_release(struct daemon *d, uint32_t how)
+{
+	__atomic_store_n(&d->hook_go, how, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &d->hook_go, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+#endif
 
 /* How long the watermark stays armed after the last sign of a waiter. */
 #define ARM_HOLD_NS (1000000000ULL)
@@ -170,6 +212,7 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
 #ifdef BARRIERD_TEST_HOOKS
+	sigaddset(&mask, SIGUSR1);
 	sigaddset(&mask, SIGUSR2);
 #endif
 	sigprocmask(SIG_BLOCK, &mask, NULL);
@@ -220,6 +263,13 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	/* vtime resumes above everything published, in the file and then .bss, pre-attach. */
 	ret = publisher_init(&d->pub, &d->sf, d->bpf.slots, d->bpf.vtime, d->bpf.watermark,
 			     d->bpf.main_switches, (uint64_t)ncpu, d->online_fd);
+	if (ret == -EBUSY) {
+		d->foreign = true;
+		snprintf(err, errlen,
+			 "%s changed while the daemon started: another process writes it",
+			 o->state_path);
+		return ret;
+	}
 	if (ret) {
 		snprintf(err, errlen, "cannot set up the publisher: %s", strerror(-ret));
 		return ret;
@@ -265,11 +315,20 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 		return ret;
 	}
 
+#ifdef BARRIERD_TEST_HOOKS
+	if (pthread_create(&d->hook_thread, NULL, hook_main, d) == 0)
+		d->hook_started = true;
+#endif
 	/*
 	 * Sandbox: everything the steady state needs is open and mapped.  The doorbell thread
 	 * dropped its own privileges (they are per thread); now this one, then the filter for
 	 * both.  From here on: no bpf(), no perf_event_open(), no opening of files.
 	 */
+	/*
+	 * The credit pass forces a switch of this thread with a 1 us sleep (DESIGN 3.11); the
+	 * default 50 us timer slack would make every credit pass that much slower.
+	 */
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 	ret = sandbox_drop_privileges();
 	if (!ret)
 		ret = sandbox_install_filter(&h->flags);
@@ -283,8 +342,9 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	pub64(&h->daemon_pid, (uint64_t)getpid());
 	pub64(&h->heartbeat_period_ns, o->heartbeat_period_ns);
 	publisher_heartbeat(&d->pub, mono_ns());
-	pub64(&h->flags, BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION | BARRIERD_FEAT_DOORBELL |
-				 (d->pub.armed ? BARRIERD_FLAG_ARMED : 0));
+	state_flags_update(&h->flags, ~0ULL,
+			   BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION |
+			       BARRIERD_FEAT_DOORBELL | (d->pub.armed ? BARRIERD_FLAG_ARMED : 0));
 	return 0;
 }
 
@@ -312,6 +372,8 @@ static int run_pass(struct daemon *d, bool credit)
 
 	for (int i = 0; i < MAX_AGAIN && again; i++) {
 		ret = publisher_pass(&d->pub, credit && i == 0, &again);
+		if (ret == -EBUSY)
+			d->foreign = true;
 		if (ret)
 			return ret;
 	}
@@ -365,6 +427,17 @@ static int loop(struct daemon *d)
 				if (read(d->tfd, &v, sizeof(v)) < 0)
 					break;
 				now = mono_ns();
+				/*
+				 * The per-CPU check before the heartbeat: a foreign value must not
+				 * come to look older than our heartbeat (DESIGN 5.4).
+				 */
+				if (now >= d->next_probe_ns) {
+					ret = publisher_verify(&d->pub);
+					if (ret) {
+						d->foreign = true;
+						return ret;
+					}
+				}
 				publisher_heartbeat(&d->pub, now);
 				/* The main loop pings the watchdog: a wedged loop stops the pings. */
 				if (d->notify.watchdog_ns && now >= d->next_watchdog_ns) {
@@ -382,9 +455,6 @@ static int loop(struct daemon *d)
 				 */
 				if (now >= d->next_probe_ns) {
 					d->next_probe_ns = now + d->o->heartbeat_period_ns;
-					ret = publisher_verify(&d->pub);
-					if (ret)
-						return ret;
 					if (publisher_count_waiters(&d->pub, PROBE_CPUS) > 0)
 						arm(d, now);
 					fold = true;
@@ -417,6 +487,11 @@ static int loop(struct daemon *d)
 				if (si.ssi_signo == SIGUSR2) {
 					bpf_ctx_detach_switch(&d->bpf);
 					log_warn("test hook: sched_switch program detached");
+					break;
+				}
+				/* Test-only binary: detach it from another thread, 100 ms later. */
+				if (si.ssi_signo == SIGUSR1) {
+					hook_release(d, 1);
 					break;
 				}
 #endif
@@ -473,8 +548,17 @@ int daemon_run(const struct barrierd_options *o)
 	}
 
 	notify_send(&d.notify, "STOPPING=1");
+#ifdef BARRIERD_TEST_HOOKS
+	if (d.hook_started) {
+		hook_release(&d, 2);
+		pthread_join(d.hook_thread, NULL);
+	}
+#endif
 	doorbell_stop(&d.bell);
-	if (d.sf.hdr) {
+	if (d.sf.hdr && d.foreign) {
+		/* Another writer: none of the words can be vouched for (DESIGN 5.4). */
+		state_file_reset_foreign(&d.sf);
+	} else if (d.sf.hdr) {
 		/* Valid but stopped: values stay (they are true), clients see no one publishes. */
 		state_file_set_stopped(&d.sf);
 	}

@@ -105,17 +105,22 @@ int publisher_init(struct publisher *p, struct state_file *sf, struct barrierd_s
 
 	/*
 	 * Within one boot no published field ever decreases (the file was reset if it came from
-	 * another boot): keep what is there and resume vtime above every published vtime, so a
-	 * client's vtime stamp taken before this restart can only be passed by new evidence.
+	 * another boot): keep the values the open-time check accepted, and resume vtime above
+	 * every published vtime, so a client's vtime stamp taken before this restart can only be
+	 * passed by new evidence.  The file must still hold exactly those values: anything else
+	 * was written since the check, by someone else.
 	 */
-	maxv = umax(load64(&h->vtime), load64(&h->last_interrupt_vtime));
+	maxv = umax(sf->own_vtime, sf->own_vt);
 	for (uint64_t c = 0; c < ncpu; c++) {
-		p->ns[c] = load64(&h->per_cpu[c].last_interrupt_ns);
-		p->vt[c] = load64(&h->per_cpu[c].last_interrupt_vtime);
+		p->ns[c] = sf->own_cpu_ns[c];
+		p->vt[c] = sf->own_cpu_vt[c];
 		maxv = umax(maxv, p->vt[c]);
 	}
-	p->g_ns = load64(&h->last_interrupt_ns);
-	p->g_vt = load64(&h->last_interrupt_vtime);
+	p->g_ns = sf->own_ns;
+	p->g_vt = sf->own_vt;
+	if (load64(&h->vtime) != sf->own_vtime || load64(&h->last_interrupt_ns) != p->g_ns ||
+	    load64(&h->last_interrupt_vtime) != p->g_vt || publisher_verify(p))
+		return -EBUSY;
 	p->vtime = maxv + 1;
 #ifdef BARRIERD_MUTANT_VTIME_RESTART_LOW /* mutant for tests/audit: breaks rule 4 */
 	p->vtime = 1;
@@ -127,6 +132,7 @@ int publisher_init(struct publisher *p, struct state_file *sf, struct barrierd_s
 	memset(p->online, 1, ncpu); /* no mask (simulations): every CPU is online */
 	if (p->online_fd >= 0 && read_online(p))
 		return -EIO;
+	p->sf->own_vtime = p->vtime;
 	return 0;
 }
 
@@ -149,6 +155,42 @@ void publisher_arm_detach_check(struct publisher *p)
 	 */
 	p->bpf_base = __atomic_load_n(p->bss_main_switches, __ATOMIC_ACQUIRE);
 	p->rusage_base = thread_switches();
+}
+
+/*
+ * Rule 6, for the credit itself: were the programs attached at some instant after the idle
+ * RMWs?  Force a switch of this thread (a short sleep) and see the program count it.  The
+ * program's count is loaded first, after the RMWs (locked: no later load is performed before
+ * them), so any increment seen afterwards comes from a switch after the RMWs, traced by an
+ * attached program.  The kernel's count only tells that a switch did happen (it is raised in
+ * the same __schedule() call, before the tracepoint), so that a missing increment means a
+ * detached program and not a sleep that never slept.  0, -ENOLINK (detached), or -EAGAIN (no
+ * switch could be forced: the caller withholds idle credit).
+ */
+#define FORCED_SWITCH_TRIES 12 /* sleeps of 1 us, doubling: about 4 ms in all at worst */
+
+static __attribute__((unused)) int attached_after_rmws(struct publisher *p)
+{
+	uint64_t b0, k0;
+
+	if (!p->bss_main_switches)
+		return 0;
+	b0 = __atomic_load_n(p->bss_main_switches, __ATOMIC_ACQUIRE);
+	k0 = thread_switches();
+	for (int i = 0; i < FORCED_SWITCH_TRIES; i++) {
+		struct timespec ts = {0, 1000L << i};
+
+		/* The main thread's timer slack is 1 ns (daemon setup): this really is ~1 us. */
+		clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+		if (thread_switches() == k0)
+			continue; /* the timer expired before we slept: no switch */
+		if (__atomic_load_n(p->bss_main_switches, __ATOMIC_ACQUIRE) > b0)
+			return 0;
+		log_err("the kernel switched the daemon out after the idle check, the BPF program "
+			"did not see it: the programs were detached; refusing to credit idle CPUs");
+		return -ENOLINK;
+	}
+	return -EAGAIN;
 }
 
 /* Rule 6: has the kernel switched this thread out more often than the program saw? */
@@ -197,14 +239,15 @@ bool publisher_idle_holds_back(const struct publisher *p, uint64_t now_ns, uint6
 void publisher_set_armed(struct publisher *p, bool armed)
 {
 	struct barrierd_header *h = p->sf->hdr;
-	uint64_t f = load64(&h->flags);
 
 	if (p->armed == armed)
 		return;
 	p->armed = armed;
 	if (!armed)
 		*p->bss_watermark = 0;
-	pub64(&h->flags, armed ? f | BARRIERD_FLAG_ARMED : f & ~BARRIERD_FLAG_ARMED);
+	/* One RMW (never lose a stop bit), then a wake of the flags word's sleepers. */
+	state_flags_update(&h->flags, armed ? 0 : BARRIERD_FLAG_ARMED,
+			   armed ? BARRIERD_FLAG_ARMED : 0);
 	if (!armed) {
 		/* The flag is visible before these wakes: a woken waiter sees it and rings. */
 		wake(p, &h->last_interrupt_ns);
@@ -283,6 +326,10 @@ int publisher_pass(struct publisher *p, bool credit, bool *again)
 			p->sf->path);
 		return -EBUSY;
 	}
+	/* And every per-CPU word: a raised one must not outlive even a kill -9 for long. */
+	ret = publisher_verify(p);
+	if (ret)
+		return ret;
 
 	/*
 	 * Advance vtime: the state file first, .bss second (rule 4).  An event that loads the
@@ -290,6 +337,7 @@ int publisher_pass(struct publisher *p, bool credit, bool *again)
 	 * read an older vtime from the file.  TSO keeps these two stores in order.
 	 */
 	p->vtime++;
+	p->sf->own_vtime = p->vtime;
 	pub64(&h->vtime, p->vtime);
 	*p->bss_vtime = p->vtime;
 
@@ -339,6 +387,23 @@ int publisher_pass(struct publisher *p, bool credit, bool *again)
 #ifdef BARRIERD_MUTANT_IDLE_CLOCK_AFTER_RMW /* mutant for tests/audit: breaks rule 2 */
 		r = mono_ns();
 		v = load64(&h->vtime);
+#endif
+		/*
+		 * Rule 6: an IDLE read above is evidence only if the switch program was attached
+		 * after it (the check before the RMWs sees a detach only once this thread has
+		 * slept since; a ring wakes us with a switch *in*, which no count sees).
+		 */
+#ifndef BARRIERD_MUTANT_DETACH_CHECK_BEFORE_CREDIT /* mutant for tests/audit: breaks rule 6 */
+		ret = attached_after_rmws(p);
+		if (ret == -ENOLINK)
+			return ret;
+		if (ret) {
+			log_warn("could not force a switch to check the programs: no idle credit "
+				 "this pass");
+			for (uint64_t c = 0; c < p->ncpu; c++)
+				if (p->state[c] == BARRIERD_CPU_IDLE)
+					p->state[c] = BARRIERD_CPU_BUSY;
+		}
 #endif
 		/*
 		 * The CPU this thread runs on executed the locked RMWs above after r (rule 1
@@ -465,11 +530,13 @@ int publisher_pass(struct publisher *p, bool credit, bool *again)
 	p->changed_global = 0;
 	if (gns > p->g_ns) {
 		p->g_ns = gns;
+		p->sf->own_ns = gns;
 		p->changed_global = 1;
 		wake(p, &h->last_interrupt_ns);
 	}
 	if (gvt > p->g_vt) {
 		p->g_vt = gvt;
+		p->sf->own_vt = gvt;
 		wake(p, &h->last_interrupt_vtime);
 	} else if (quieted) {
 		wake(p, &h->last_interrupt_vtime);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "sandbox.h"
 #include "log.h"
+#include "state_file.h"
 
 #include <barrierd.h>
 #include <errno.h>
@@ -40,13 +41,9 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 
 	(void)sig;
 	(void)uc;
-	if (sigsys_flags) {
-		uint64_t f = __atomic_load_n(sigsys_flags, __ATOMIC_RELAXED);
-
-		__atomic_store_n(sigsys_flags,
-				 (f & ~BARRIERD_FLAGS_STATE_MASK) | BARRIERD_FLAG_STOPPED,
-				 __ATOMIC_RELEASE);
-	}
+	/* One RMW: the main thread may be changing the flags at the same moment. */
+	if (sigsys_flags)
+		state_flags_update(sigsys_flags, BARRIERD_FLAGS_STATE_MASK, BARRIERD_FLAG_STOPPED);
 	n = snprintf(msg, sizeof(msg),
 		     "<2>barrierd: seccomp: forbidden system call %d; state marked stopped, "
 		     "exiting\n",

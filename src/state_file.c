@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "state_file.h"
 #include "log.h"
+#include "path_trust.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -26,6 +28,20 @@ int futex_wake_word(uint64_t *word)
 {
 	/* Low 32 bits of a little-endian 64-bit word are its first four bytes. */
 	return (int)syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
+void state_flags_update(uint64_t *flags, uint64_t clear, uint64_t set)
+{
+	uint64_t f = __atomic_load_n(flags, __ATOMIC_RELAXED);
+
+	/*
+	 * Release on success: every store before the change (a stop snapshot, a watermark) is
+	 * visible to a reader that sees the new flags (on x86 the locked CMPXCHG drains anyway).
+	 */
+	while (!__atomic_compare_exchange_n(flags, &f, (f & ~clear) | set, false, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED))
+		;
+	futex_wake_word(flags);
 }
 
 static int hexval(char c)
@@ -97,8 +113,18 @@ static int ensure_dir(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-/* Why the file cannot be adopted as is, or NULL when it is ours from this boot. */
-static const char *foreign_reason(const struct state_file *sf, const uint8_t *map, size_t size)
+static inline void lfence(void)
+{
+	__asm__ __volatile__("lfence" ::: "memory");
+}
+
+/*
+ * Why the file cannot be adopted as is, or NULL when it is ours from this boot.  map is a
+ * private copy of the file, taken word by word, so what is judged is what gets adopted.
+ * now: our clock, read after the copy.
+ */
+static const char *foreign_reason(const struct state_file *sf, const uint8_t *map, size_t size,
+				  uint64_t now)
 {
 	const struct barrierd_header *h = (const void *)map;
 	const struct barrierd_ext *x;
@@ -115,6 +141,32 @@ static const char *foreign_reason(const struct state_file *sf, const uint8_t *ma
 	    h->cpu_stride != sizeof(struct barrierd_cpu) || h->ncpu != sf->ncpu ||
 	    h->ext_offset != barrierd_ext_offset(sf->ncpu) || size < barrierd_file_size(sf->ncpu))
 		return "another layout or CPU count";
+	x = (const void *)(map + barrierd_ext_offset(sf->ncpu));
+	/*
+	 * Every time we publish is a reading of this boot's clock taken before it was stored: a
+	 * later one was written by someone else (a container with a fixed boot id, a writer
+	 * that got the clock wrong).  Every vtime of ours is far below the limit: a larger one
+	 * would make our vtime wrap.  (The mutants: the boot-id one drops the clock check too,
+	 * since it is the reboot rule's second half; the other drops both value checks.)
+	 */
+#if !defined(BARRIERD_MUTANT_NO_BOOT_RESET) && !defined(BARRIERD_MUTANT_ADOPT_ANY_VALUE)
+	if (h->heartbeat_ns > now || h->last_interrupt_ns > now || x->last_advance_ns > now ||
+	    x->stop_ns > now)
+		return "holds times later than this daemon's clock";
+	for (uint64_t c = 0; c < sf->ncpu; c++)
+		if (h->per_cpu[c].last_interrupt_ns > now)
+			return "holds times later than this daemon's clock";
+#else
+	(void)now;
+#endif
+#ifndef BARRIERD_MUTANT_ADOPT_ANY_VALUE /* mutant for tests/audit: adopts impossible values */
+	if (h->vtime >= BARRIERD_VTIME_LIMIT || h->last_interrupt_vtime >= BARRIERD_VTIME_LIMIT ||
+	    x->stop_vtime >= BARRIERD_VTIME_LIMIT)
+		return "holds a vtime no daemon of ours reaches";
+	for (uint64_t c = 0; c < sf->ncpu; c++)
+		if (h->per_cpu[c].last_interrupt_vtime >= BARRIERD_VTIME_LIMIT)
+			return "holds a vtime no daemon of ours reaches";
+#endif
 	/*
 	 * Ours, this boot.  Every per-CPU time we publish precedes the heartbeat stored after it,
 	 * every per-CPU vtime is at most the file's vtime, each global is at most every per-CPU
@@ -122,7 +174,6 @@ static const char *foreign_reason(const struct state_file *sf, const uint8_t *ma
 	 * the stop snapshot.  Anything else was written by someone else (or we died mid-pass):
 	 * not evidence we can vouch for.
 	 */
-	x = (const void *)(map + barrierd_ext_offset(sf->ncpu));
 	for (uint64_t c = 0; c < sf->ncpu; c++)
 		if (h->per_cpu[c].last_interrupt_ns > h->heartbeat_ns ||
 		    h->per_cpu[c].last_interrupt_vtime > h->vtime ||
@@ -144,11 +195,14 @@ static const char *foreign_reason(const struct state_file *sf, const uint8_t *ma
  *     per_cpu[0..ncpu): a zero ncpu would make its walk pass vacuously);
  *  3. the stopped flag, with a zero stop snapshot: our readers trust nothing until a daemon
  *     runs again.  Zero times are always safe: they only delay.
+ * A vtime at or past the limit cannot be raised without wrapping: then every other word is
+ * zeroed first, and vtime last, to 1.  A stamp of the old value is then passed by nothing
+ * (a delay), and one taken after is above every word left.
  */
 static void reset_words(uint8_t *map, size_t size)
 {
 	struct barrierd_header *h = (void *)map;
-	uint64_t maxv = 0;
+	uint64_t maxv = 0, gen = size >= sizeof(*h) ? load64(&h->generation) : 0;
 
 	if (size < 32)
 		goto rest;
@@ -160,14 +214,23 @@ static void reset_words(uint8_t *map, size_t size)
 			maxv = v > maxv ? v : maxv;
 		}
 	}
-	pub64(&h->vtime, maxv + 1);
+	if (maxv < BARRIERD_VTIME_LIMIT)
+		pub64(&h->vtime, maxv + 1);
 	pub64(&h->last_interrupt_ns, 0);
 	pub64(&h->last_interrupt_vtime, 0);
 rest:
 	for (size_t off = 16; off + 8 <= size; off += 8)
 		pub64((uint64_t *)(map + off), 0);
-	if (size >= sizeof(*h))
+	if (size >= 32 && maxv >= BARRIERD_VTIME_LIMIT)
+		pub64(&h->vtime, 1);
+	if (size >= sizeof(*h)) {
+		/*
+		 * The generation is raised, never zeroed: a reader's seqlock (lib/trusted.c) must
+		 * not take a reset and the next start for one continuous run.
+		 */
+		pub64(&h->generation, gen + 1);
 		pub64(&h->flags, BARRIERD_FLAG_STOPPED);
+	}
 }
 
 static void write_layout(struct state_file *sf)
@@ -191,13 +254,73 @@ static void write_layout(struct state_file *sf)
 	pub64(&h->magic, BARRIERD_MAGIC);
 }
 
+/* Split path into its directory (opened O_PATH) and its last component. */
+static int open_parent(const char *path, int *dfd, const char **base, char *err, size_t errlen)
+{
+	char dir[PATH_MAX];
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash) {
+		*base = path;
+		snprintf(dir, sizeof(dir), ".");
+	} else {
+		*base = path + (slash - dir) + 1;
+		if (slash == dir)
+			slash[1] = 0; /* "/name": the root */
+		else
+			*slash = 0;
+	}
+	if (!**base || strcmp(*base, ".") == 0 || strcmp(*base, "..") == 0) {
+		snprintf(err, errlen, "%s does not name a file", path);
+		return -EINVAL;
+	}
+	*dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (*dfd < 0) {
+		int e = errno;
+
+		snprintf(err, errlen, "cannot open directory %s: %s", dir, strerror(e));
+		return -e;
+	}
+	/* Everything below is opened through this descriptor: checked once, used as checked. */
+	return path_trust_dir_chain(*dfd, dir, err, errlen);
+}
+
+/* The file's words, one aligned 64-bit load each: what is judged is what gets adopted. */
+static uint64_t *copy_words(const uint8_t *map, size_t size)
+{
+	uint64_t *copy = calloc(1, size + 8);
+
+	if (copy)
+		for (size_t off = 0; off + 8 <= size; off += 8)
+			copy[off / 8] = load64((const uint64_t *)(map + off));
+	return copy;
+}
+
+/* Record what this daemon vouches for: the adopted values, or zeros. */
+static void own_from(struct state_file *sf, const uint8_t *words, bool adopted)
+{
+	const struct barrierd_header *h = (const void *)words;
+
+	sf->own_vtime = adopted ? h->vtime : 0;
+	sf->own_ns = adopted ? h->last_interrupt_ns : 0;
+	sf->own_vt = adopted ? h->last_interrupt_vtime : 0;
+	for (uint64_t c = 0; c < sf->ncpu; c++) {
+		sf->own_cpu_ns[c] = adopted ? h->per_cpu[c].last_interrupt_ns : 0;
+		sf->own_cpu_vt[c] = adopted ? h->per_cpu[c].last_interrupt_vtime : 0;
+	}
+}
+
 int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char *err,
 		    size_t errlen)
 {
 	struct stat st;
 	uint8_t *map;
-	const char *why;
-	int ret;
+	const char *why, *base;
+	char lock_base[NAME_MAX + 8];
+	bool adopted = false;
+	int dfd = -1, ret;
 
 	memset(sf, 0, sizeof(*sf));
 	sf->fd = sf->lock_fd = -1;
@@ -208,29 +331,44 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 	}
 	snprintf(sf->path, sizeof(sf->path), "%s", path);
 	snprintf(sf->lock_path, sizeof(sf->lock_path), "%s.lock", path);
+	sf->own_cpu_ns = calloc(ncpu, sizeof(uint64_t));
+	sf->own_cpu_vt = calloc(ncpu, sizeof(uint64_t));
+	if (!sf->own_cpu_ns || !sf->own_cpu_vt) {
+		snprintf(err, errlen, "out of memory");
+		ret = -ENOMEM;
+		goto fail;
+	}
 	ret = read_boot_id(sf->boot_id);
 	if (ret) {
 		snprintf(err, errlen, "cannot read /proc/sys/kernel/random/boot_id: %s",
 			 strerror(-ret));
-		return ret;
+		goto fail;
 	}
 	ret = ensure_dir(path, err, errlen);
 	if (ret)
-		return ret;
+		goto fail;
+	ret = open_parent(path, &dfd, &base, err, errlen);
+	if (ret)
+		goto fail;
+	if (strlen(base) > NAME_MAX - 5) {
+		snprintf(err, errlen, "state file name too long: %s", base);
+		ret = -ENAMETOOLONG;
+		goto fail;
+	}
+	snprintf(lock_base, sizeof(lock_base), "%s.lock", base);
 
 	/* The lock first: never touch a file that another barrierd of ours is publishing. */
-	sf->lock_fd = open(sf->lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	sf->lock_fd =
+	    openat(dfd, lock_base, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
 	if (sf->lock_fd < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot open lock file %s: %s%s", sf->lock_path,
 			 strerror(-ret), ret == -ELOOP ? " (a symlink: refused)" : "");
 		goto fail;
 	}
-	if (fstat(sf->lock_fd, &st) || !S_ISREG(st.st_mode)) {
-		ret = -EINVAL;
-		snprintf(err, errlen, "lock file %s is not a regular file", sf->lock_path);
+	ret = path_trust_file(sf->lock_fd, "lock file", sf->lock_path, err, errlen);
+	if (ret)
 		goto fail;
-	}
 	if (flock(sf->lock_fd, LOCK_EX | LOCK_NB)) {
 		ret = -errno;
 		if (ret == -EWOULDBLOCK)
@@ -243,21 +381,25 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 	}
 	fchmod(sf->lock_fd, 0600);
 
-	sf->fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	sf->fd = openat(dfd, base, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
 	if (sf->fd < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot open state file %s: %s%s", path, strerror(-ret),
 			 ret == -ELOOP ? " (a symlink: refused)" : "");
 		goto fail;
 	}
-	if (fstat(sf->fd, &st) || !S_ISREG(st.st_mode)) {
-		ret = -EINVAL;
-		snprintf(err, errlen, "state file %s is not a regular file", path);
+	/* Before anything is written or chmod'ed: a planted file or a hard link is refused. */
+	ret = path_trust_file(sf->fd, "state file", path, err, errlen);
+	if (ret)
+		goto fail;
+	if (fstat(sf->fd, &st)) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot stat %s: %s", path, strerror(-ret));
 		goto fail;
 	}
 	/*
-	 * The lock file guards the path; this guards the inode, which a hard link or a bind
-	 * mount could reach under another name.
+	 * The lock file guards the path; this guards the inode, which a bind mount could reach
+	 * under another name.
 	 */
 	{
 		struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
@@ -278,20 +420,39 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 
 	/* Reset a foreign file in place (same inode: old mappings see the zeros). */
 	if (st.st_size > 0) {
+		uint64_t *copy, now;
+
 		map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, sf->fd, 0);
 		if (map == MAP_FAILED) {
 			ret = -errno;
 			snprintf(err, errlen, "cannot map %s: %s", path, strerror(-ret));
 			goto fail;
 		}
-		why = foreign_reason(sf, map, (size_t)st.st_size);
+		copy = copy_words(map, (size_t)st.st_size);
+		if (!copy) {
+			munmap(map, (size_t)st.st_size);
+			snprintf(err, errlen, "out of memory");
+			ret = -ENOMEM;
+			goto fail;
+		}
+		/* The clock after the loads: a value of ours can never look later than it. */
+		lfence();
+		now = mono_now_ns();
+		why = foreign_reason(sf, (const uint8_t *)copy, (size_t)st.st_size, now);
 		if (why) {
 			log_warn("resetting %s: %s; every time field zeroed, stopped flag set", path,
 				 why);
 			reset_words(map, (size_t)st.st_size);
+		} else {
+			adopted = (size_t)st.st_size >= sizeof(struct barrierd_header);
+			if (adopted)
+				own_from(sf, (const uint8_t *)copy, true);
 		}
+		free(copy);
 		munmap(map, (size_t)st.st_size);
 	}
+	close(dfd);
+	dfd = -1;
 
 	/* Grow if needed, never shrink: a reader mapping the old size would fault. */
 	sf->size = barrierd_file_size(ncpu);
@@ -313,27 +474,22 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 		pub64(&sf->hdr->flags, BARRIERD_FLAG_STOPPED);
 		write_layout(sf);
 	}
+	if (!adopted)
+		sf->own_vtime = load64(&sf->hdr->vtime); /* ours: raised by the reset, or 0 */
 	return 0;
 fail:
+	if (dfd >= 0)
+		close(dfd);
 	state_file_close(sf);
 	return ret;
 }
 
-void state_file_set_stopped(struct state_file *sf)
+/* Wake every time word, and the flags word, so that every waiter re-reads the file. */
+static void wake_all(struct state_file *sf)
 {
 	struct barrierd_header *h = sf->hdr;
-	uint64_t f = load64(&h->flags);
 
-	/*
-	 * The snapshot before the flag (TSO keeps the order): a reader that sees the flag sees
-	 * the snapshot, and trusts no value above it from then on.  The heartbeat too: every
-	 * per-CPU time we published precedes it, which the next daemon checks.
-	 */
-	pub64(&sf->ext->stop_ns, load64(&h->last_interrupt_ns));
-	pub64(&sf->ext->stop_vtime, load64(&h->last_interrupt_vtime));
-	pub64(&h->heartbeat_ns, mono_now_ns());
-	pub64(&h->flags, (f & ~BARRIERD_FLAGS_STATE_MASK) | BARRIERD_FLAG_STOPPED);
-	/* Values are unchanged: the wakes only make waiters re-check and see the flag. */
+	futex_wake_word(&h->flags);
 	futex_wake_word(&h->last_interrupt_ns);
 	futex_wake_word(&h->last_interrupt_vtime);
 	for (uint64_t c = 0; c < sf->ncpu; c++) {
@@ -342,8 +498,55 @@ void state_file_set_stopped(struct state_file *sf)
 	}
 }
 
+void state_file_set_stopped(struct state_file *sf)
+{
+	struct barrierd_header *h = sf->hdr;
+
+	/*
+	 * The snapshot before the flag (TSO keeps the order): a reader that sees the flag sees
+	 * the snapshot, and trusts no value above it from then on.  It is what *we* published:
+	 * the file's words may have been raised by another writer since our last check, and
+	 * taking them would hand that writer's values to every reader.  The heartbeat too: every
+	 * per-CPU time we published precedes it, which the next daemon checks.
+	 */
+#ifdef BARRIERD_MUTANT_STOP_SNAPSHOT_FROM_FILE /* mutant for tests/audit: foreign values kept */
+	pub64(&sf->ext->stop_ns, load64(&h->last_interrupt_ns));
+	pub64(&sf->ext->stop_vtime, load64(&h->last_interrupt_vtime));
+#else
+	pub64(&sf->ext->stop_ns, sf->own_ns);
+	pub64(&sf->ext->stop_vtime, sf->own_vt);
+#endif
+	pub64(&h->heartbeat_ns, mono_now_ns());
+	state_flags_update(&h->flags, BARRIERD_FLAGS_STATE_MASK, BARRIERD_FLAG_STOPPED);
+	/* Values are unchanged: the wakes only make waiters re-check and see the flag. */
+	wake_all(sf);
+}
+
+void state_file_reset_foreign(struct state_file *sf)
+{
+#ifdef BARRIERD_MUTANT_STOP_SNAPSHOT_FROM_FILE /* mutant for tests/audit: foreign values kept */
+	state_file_set_stopped(sf);
+	return;
+#endif
+	/*
+	 * The words are not ours any more, and nothing tells which are: zero them, as for a file
+	 * from another boot.  Readers of the original layout are then no longer released by the
+	 * foreign values (they may have been between the write and our check: that window is
+	 * the other writer's doing), ours trust nothing (stopped, zero snapshot), and the next
+	 * daemon finds no magic and resets the file again before it adopts anything.  The
+	 * heartbeat is zeroed too, not refreshed.
+	 */
+	log_err("%s was written by another process: resetting it (every time zeroed, stopped)",
+		sf->path);
+	reset_words((uint8_t *)sf->hdr, sf->size);
+	wake_all(sf);
+}
+
 void state_file_close(struct state_file *sf)
 {
+	free(sf->own_cpu_ns);
+	free(sf->own_cpu_vt);
+	sf->own_cpu_ns = sf->own_cpu_vt = NULL;
 	if (sf->hdr)
 		munmap(sf->hdr, sf->size);
 	sf->hdr = NULL;

@@ -17,7 +17,20 @@ struct state_file {
 	size_t size;
 	uint64_t ncpu;
 	uint8_t boot_id[16];
+	/*
+	 * What this daemon vouches for: the values the open-time check accepted (zero for a new
+	 * or reset file), then whatever the publisher last published.  The stop snapshot is
+	 * taken from these, never from the file, which a foreign writer may have raised.
+	 */
+	uint64_t own_vtime, own_ns, own_vt;
+	uint64_t *own_cpu_ns, *own_cpu_vt; /* per CPU */
 };
+
+/*
+ * No vtime of ours comes near this: one pass per microsecond for 100 000 years is below 2^62.
+ * A larger value in a file was written by someone else, and adopting it would let vtime wrap.
+ */
+#define BARRIERD_VTIME_LIMIT (1ULL << 62)
 
 /*
  * Every field is published with a single aligned 64-bit store.  Release order keeps the
@@ -34,6 +47,14 @@ static inline uint64_t load64(const uint64_t *p)
 	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
 
+/*
+ * Change header.flags with one atomic read-modify-write (a CAS loop), so that no writer (the
+ * main thread arming, the stop path, the SIGSYS handler on any thread) can overwrite another's
+ * bit; then wake the flags word's waiters (clients sleep on it to hear a disarm or a stop).
+ * Async-signal-safe.
+ */
+void state_flags_update(uint64_t *flags, uint64_t clear, uint64_t set);
+
 /* The machine's boot id as 16 raw bytes.  0 or -errno. */
 int read_boot_id(uint8_t out[16]);
 
@@ -46,8 +67,18 @@ int read_boot_id(uint8_t out[16]);
 int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char *err,
 		    size_t errlen);
 
-/* Mark the file stopped (no daemon publishes) and wake every waiter so it notices. */
+/*
+ * Mark the file stopped (no daemon publishes) and wake every waiter so it notices.  The stop
+ * snapshot is what this daemon last published (sf->own_*), not what the file holds.
+ */
 void state_file_set_stopped(struct state_file *sf);
+
+/*
+ * Another writer changed the file under us: reset it as a foreign file (every time zeroed,
+ * vtime raised, stopped flag set, zero snapshot), so that neither our clients, nor clients of
+ * the original layout, nor the next daemon take its values as evidence; wake every waiter.
+ */
+void state_file_reset_foreign(struct state_file *sf);
 
 void state_file_close(struct state_file *sf);
 

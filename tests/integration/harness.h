@@ -76,14 +76,26 @@ static inline void h_rmdir(struct harness *h)
 		fprintf(stderr, "cleanup of %s failed\n", h->dir);
 }
 
-/* Fork and exec barrierd with argv (NULL-terminated, without argv[0]); -1 cpu: no pinning. */
-static inline pid_t h_spawn(struct harness *h, int cpu, const char *const *args)
+/*
+ * The daemon binary the tests run: BARRIERD_BIN, or $BARRIERD_TEST_DAEMON when set (to run the
+ * same tests against another build, e.g. an older commit's, to see them fail there).
+ */
+static inline const char *h_daemon_bin(void)
+{
+	const char *env = getenv("BARRIERD_TEST_DAEMON");
+
+	return env && *env ? env : BARRIERD_BIN;
+}
+
+/* Fork and exec bin with argv (NULL-terminated, without argv[0]); -1 cpu: no pinning. */
+static inline pid_t h_spawn_bin(struct harness *h, const char *bin, int cpu,
+				const char *const *args)
 {
 	const char *argv[40];
 	int n = 0;
 	pid_t pid;
 
-	argv[n++] = BARRIERD_BIN;
+	argv[n++] = bin;
 	for (; args && *args && n < 38; args++)
 		argv[n++] = *args;
 	argv[n] = NULL;
@@ -106,6 +118,39 @@ static inline pid_t h_spawn(struct harness *h, int cpu, const char *const *args)
 		_exit(127);
 	}
 	return pid;
+}
+
+/* Fork and exec the daemon (h_daemon_bin()); -1 cpu: no pinning. */
+static inline pid_t h_spawn(struct harness *h, int cpu, const char *const *args)
+{
+	return h_spawn_bin(h, h_daemon_bin(), cpu, args);
+}
+
+/* The log's size now: a mark for h_log_has_since(). */
+static inline long h_log_mark(const struct harness *h)
+{
+	struct stat st;
+
+	return stat(h->log, &st) == 0 ? (long)st.st_size : 0;
+}
+
+/* Does the daemon log, from byte `from` on, contain needle? */
+static inline int h_log_has_since(const struct harness *h, long from, const char *needle)
+{
+	char buf[65536];
+	FILE *f = fopen(h->log, "r");
+	size_t n;
+
+	if (!f)
+		return 0;
+	if (fseek(f, from, SEEK_SET)) {
+		fclose(f);
+		return 0;
+	}
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	return strstr(buf, needle) != NULL;
 }
 
 static inline const struct barrierd_header *h_map(const char *path, size_t *size)
@@ -153,6 +198,8 @@ static inline int h_wait_running(struct harness *h, pid_t pid)
 				return 0;
 		}
 		if (waitpid(pid, &status, WNOHANG) == pid) {
+			if (h->pid == pid)
+				h->pid = -1; /* reaped: teardown must not wait for it */
 			fprintf(stderr, "daemon exited early (status %d); its log:\n", status);
 			char cmd[400];
 			snprintf(cmd, sizeof(cmd), "cat '%s' >&2", h->log);

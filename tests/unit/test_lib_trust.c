@@ -97,7 +97,8 @@ static int drop_to(uid_t uid)
 	return 0;
 }
 
-static struct res open_as_in(uid_t uid, const char *cwd, const char *path,
+/* The client as uid, its working directory cwd_fd (if >= 0) or cwd (if not NULL). */
+static struct res open_as_at(uid_t uid, int cwd_fd, const char *cwd, const char *path,
 			     const struct barrierd_open_opts *opts)
 {
 	struct res r = {.ret = CHILD_KILLED};
@@ -117,7 +118,7 @@ static struct res open_as_in(uid_t uid, const char *cwd, const char *path,
 		c.ret = drop_to(uid);
 		if (c.ret) {
 			c.ret = -10000 + c.ret; /* distinct from any barrierd_open result */
-		} else if (cwd && chdir(cwd)) {
+		} else if ((cwd_fd >= 0 && fchdir(cwd_fd)) || (cwd && chdir(cwd))) {
 			c.ret = -20000 - errno;
 		} else {
 			c.ret = opts ? barrierd_open_opts(&b, path, opts) : barrierd_open(&b, path);
@@ -138,6 +139,12 @@ static struct res open_as_in(uid_t uid, const char *cwd, const char *path,
 	if (r.ret <= -10000 && r.ret > -30000)
 		fail_msg("client setup as uid %u failed: %d", (unsigned)uid, r.ret);
 	return r;
+}
+
+static struct res open_as_in(uid_t uid, const char *cwd, const char *path,
+			     const struct barrierd_open_opts *opts)
+{
+	return open_as_at(uid, -1, cwd, path, opts);
 }
 
 static int nobody_open(const char *path, const struct barrierd_open_opts *opts)
@@ -454,6 +461,102 @@ static void not_a_regular_file(void **state)
 	assert_int_equal(r, -EPERM);
 }
 
+/*
+ * A chain deeper than the walk looks (4096 ancestors) is refused.  The walk used to stop
+ * looking there and accept: an untrusted directory above the cut-off went unchecked.  No name
+ * reaches such a depth (PATH_MAX): the client opens "state" relative to a working directory at
+ * the bottom, which it enters with fchdir (symlinks in a path would do as well).
+ */
+static int deep_chain(const char *top, unsigned levels)
+{
+	int fd = open(top, O_PATH | O_DIRECTORY | O_CLOEXEC), ok = fd >= 0;
+
+	for (unsigned i = 0; ok && i < levels; i++) {
+		int next;
+
+		/* chmod after mkdir: the umask must not decide what we test. */
+		ok = mkdirat(fd, "d", 0700) == 0 && fchmodat(fd, "d", 0755, 0) == 0;
+		next = ok ? openat(fd, "d", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+		close(fd);
+		fd = next;
+		ok = fd >= 0;
+	}
+	if (ok) {
+		size_t sz;
+		void *img = sim_image(NCPU, sim_now(), &sz);
+		int f =
+		    img ? openat(fd, "state", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
+
+		ok = f >= 0 && write(f, img, sz) == (ssize_t)sz && fchmod(f, 0644) == 0;
+		if (f >= 0)
+			close(f);
+		free(img);
+	}
+	if (!ok && fd >= 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd; /* the bottom directory, holding "state" */
+}
+
+/* Remove what deep_chain made, from the bottom up (nftw would need names longer than PATH_MAX). */
+static void deep_chain_remove(int bottom, unsigned levels)
+{
+	int fd = bottom;
+
+	unlinkat(fd, "state", 0);
+	for (unsigned i = 0; i < levels && fd >= 0; i++) {
+		int up = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+		close(fd);
+		fd = up;
+		if (fd >= 0)
+			unlinkat(fd, "d", AT_REMOVEDIR);
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+static void deep_chain_refused(void **state)
+{
+	const unsigned shallow = 64, deep = 4200;
+	char top[PATH_MAX];
+	int fd, r, r_trusted;
+
+	(void)state;
+	snprintf(top, sizeof(top), "%s/deep", g_base);
+	mkdir_mode(top, 0755);
+
+	/* Controls: a shallow chain opens under a trusted top and not under a writable one. */
+	fd = deep_chain(top, shallow);
+	assert_true(fd >= 0);
+	assert_int_equal(open_as_at(NOBODY, fd, NULL, "state", NULL).ret, 0);
+	assert_int_equal(chmod(top, 0757), 0);
+	assert_int_equal(open_as_at(NOBODY, fd, NULL, "state", NULL).ret, -EPERM);
+	assert_int_equal(chmod(top, 0755), 0);
+	deep_chain_remove(fd, shallow);
+
+	/*
+	 * Deeper than the walk looks, below a directory anyone can write: refused.  And refused,
+	 * not accepted, even when every directory is trusted.  (Results first, checks after the
+	 * removal: a failed check must not leave a chain no name can reach.)
+	 */
+	fd = deep_chain(top, deep);
+	assert_true(fd >= 0);
+	assert_int_equal(chmod(top, 0757), 0);
+	r = open_as_at(NOBODY, fd, NULL, "state", NULL).ret;
+	assert_int_equal(chmod(top, 0755), 0);
+	r_trusted = open_as_at(NOBODY, fd, NULL, "state", NULL).ret;
+	deep_chain_remove(fd, deep);
+	assert_int_equal(rmdir(top), 0);
+	if (r == 0)
+		fail_msg("a state file %u directories below a directory anyone can write was "
+			 "trusted: the walk stopped before it",
+			 deep);
+	assert_int_equal(r, -EPERM);
+	assert_int_equal(r_trusted, -EPERM);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* BARRIERD_STATE                                                                            */
 /* ---------------------------------------------------------------------------------------- */
@@ -711,26 +814,27 @@ int main(int argc, char **argv)
 		test_skip_or_fail("trust tests need root (chown, and a child switching to nobody)");
 
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(control_opens_as_nobody),
-		cmocka_unit_test(file_owned_by_trusted_uid),
-		cmocka_unit_test(sticky_root_ancestor_accepted),
-		cmocka_unit_test(dir_owned_by_trusted_uid),
-		cmocka_unit_test(traversable_unreadable_dirs),
-		cmocka_unit_test(symlinked_directory_to_trusted),
-		cmocka_unit_test(file_owned_by_user),
-		cmocka_unit_test(file_group_writable),
-		cmocka_unit_test(file_other_writable),
-		cmocka_unit_test(dir_other_writable),
-		cmocka_unit_test(dir_group_writable),
-		cmocka_unit_test(dir_owned_by_user),
-		cmocka_unit_test(ancestor_other_writable),
-		cmocka_unit_test(ancestor_sticky_not_root),
-		cmocka_unit_test(symlink_as_file),
-		cmocka_unit_test(symlinked_directory_to_untrusted),
-		cmocka_unit_test(not_a_regular_file),
-		cmocka_unit_test(env_var_names_the_file),
-		cmocka_unit_test(env_var_ignored_when_setuid),
-		cmocka_unit_test(path_swap_race),
+	    cmocka_unit_test(control_opens_as_nobody),
+	    cmocka_unit_test(file_owned_by_trusted_uid),
+	    cmocka_unit_test(sticky_root_ancestor_accepted),
+	    cmocka_unit_test(dir_owned_by_trusted_uid),
+	    cmocka_unit_test(traversable_unreadable_dirs),
+	    cmocka_unit_test(symlinked_directory_to_trusted),
+	    cmocka_unit_test(file_owned_by_user),
+	    cmocka_unit_test(file_group_writable),
+	    cmocka_unit_test(file_other_writable),
+	    cmocka_unit_test(dir_other_writable),
+	    cmocka_unit_test(dir_group_writable),
+	    cmocka_unit_test(dir_owned_by_user),
+	    cmocka_unit_test(ancestor_other_writable),
+	    cmocka_unit_test(ancestor_sticky_not_root),
+	    cmocka_unit_test(symlink_as_file),
+	    cmocka_unit_test(symlinked_directory_to_untrusted),
+	    cmocka_unit_test(not_a_regular_file),
+	    cmocka_unit_test(deep_chain_refused),
+	    cmocka_unit_test(env_var_names_the_file),
+	    cmocka_unit_test(env_var_ignored_when_setuid),
+	    cmocka_unit_test(path_swap_race),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -4,10 +4,14 @@
  * right words, the bounded sleep that catches a change in a word's high half, the doorbell
  * (rung only for idle/offline/unknown/daemon CPUs at or below the stamp), a stale daemon,
  * the membarrier fallback and its errors, a daemon restart under an open handle, and
- * wait_cpus.
+ * wait_cpus.  Then the library cases of the stop rule and of the wake-ups: a restart between
+ * the library's load of a value and its load of the flags (access_hook.h stops the library
+ * between the two), an extension laid out after open, futex_waitv refused by seccomp, and a
+ * disarm between the decision not to ring and the sleep.
  *
  * Timeouts here are hang guards (seconds) or deliberately short waits that must time out;
- * nothing asserts how long anything took.
+ * nothing asserts how long anything took, except that a wait without futex_waitv must not
+ * spin (its CPU time against its length).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,10 +30,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "access_hook.h"
 #include "sim_daemon.h"
+
+#ifndef SYS_futex_waitv
+#define SYS_futex_waitv 449
+#endif
 
 #define NCPU 2
 #define FEATS (BARRIERD_FEAT_EXTENSION | BARRIERD_FEAT_DOORBELL)
@@ -605,17 +615,17 @@ static void fallback_after_bound(void **state)
 	barrierd_close(fb);
 }
 
-/* Make membarrier fail with EPERM in this process, as a seccomp sandbox would. */
-static int deny_membarrier(void)
+/* Make system call nr fail with err in this process, as a seccomp sandbox would. */
+static int deny_syscall(unsigned nr, unsigned err)
 {
 	struct sock_filter insns[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_membarrier, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 1),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (err & SECCOMP_RET_DATA)),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog prog = {.len = sizeof(insns) / sizeof(insns[0]), .filter = insns};
 
@@ -624,6 +634,11 @@ static int deny_membarrier(void)
 	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
 		return -errno;
 	return 0;
+}
+
+static int deny_membarrier(void)
+{
+	return deny_syscall(__NR_membarrier, EPERM);
 }
 
 /*
@@ -801,42 +816,608 @@ static void wait_cpus_bad_arguments(void **state)
 	assert_int_equal(barrierd_wait_cpus(f->b, s, &set, sizeof(long), 0), 0);
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* A restart between two loads of the library (lib/trusted.c)                                */
+/* ---------------------------------------------------------------------------------------- */
+
+/* The flags a started daemon of ours publishes here (the same as sim_fill's). */
+#define RUN_FLAGS (BARRIERD_FLAG_RUNNING | BARRIERD_FLAG_ARMED | FEATS)
+
+/*
+ * Our daemon stops (the stop snapshot, then the stopped flag), then another writer (the
+ * original barrierd) raises every time word to ns and vtime.  Plain stores and no lock: also
+ * run from the access hook's signal handler, while no other thread publishes.
+ */
+static void stop_and_take_over(struct sim *s, uint64_t ns, uint64_t vtime)
+{
+	struct barrierd_header *h = s->h;
+
+	sim_store(&s->x->stop_ns, sim_load(&h->last_interrupt_ns));
+	sim_store(&s->x->stop_vtime, sim_load(&h->last_interrupt_vtime));
+	sim_store(&h->flags,
+		  (sim_load(&h->flags) & ~BARRIERD_FLAGS_STATE_MASK) | BARRIERD_FLAG_STOPPED);
+	/* The other writer, after the stopped flag. */
+	if (sim_load(&h->vtime) <= vtime)
+		sim_store(&h->vtime, vtime + 1);
+	for (uint64_t c = 0; c < s->ncpu; c++) {
+		sim_store(&h->per_cpu[c].last_interrupt_ns, ns);
+		sim_store(&h->per_cpu[c].last_interrupt_vtime, vtime);
+	}
+	sim_store(&h->last_interrupt_ns, ns);
+	sim_store(&h->last_interrupt_vtime, vtime);
+}
+
+/*
+ * The next daemon of ours, as src/state_file.c treats a file changed after its stop: the
+ * reset (vtime raised; every other word but ncpu zeroed, the stop snapshot and the generation
+ * included; stopped), then its start (generation + 1, heartbeat, then RUNNING).  Single
+ * ordered stores, no lock (see above).
+ */
+static void restart_with_reset(struct sim *s)
+{
+	struct barrierd_header *h = s->h;
+	uint64_t vmax = sim_load(&h->vtime);
+
+	for (uint64_t c = 0; c < s->ncpu; c++) {
+		uint64_t v = sim_load(&h->per_cpu[c].last_interrupt_vtime);
+
+		vmax = v > vmax ? v : vmax;
+	}
+	sim_store(&h->vtime, vmax + 1);
+	sim_store(&h->last_interrupt_ns, 0);
+	sim_store(&h->last_interrupt_vtime, 0);
+	for (uint64_t c = 0; c < s->ncpu; c++) {
+		sim_store(&h->per_cpu[c].last_interrupt_ns, 0);
+		sim_store(&h->per_cpu[c].last_interrupt_vtime, 0);
+	}
+	sim_store(&s->x->stop_ns, 0);
+	sim_store(&s->x->stop_vtime, 0);
+	sim_store(&h->flags, 0);
+	sim_store(&h->generation, 0);
+	sim_store(&h->flags, BARRIERD_FLAG_STOPPED);
+	/* The start. */
+	sim_store(&h->generation, sim_load(&h->generation) + 1);
+	sim_store(&h->heartbeat_ns, sim_now());
+	sim_store(&h->flags, RUN_FLAGS);
+}
+
+/* What happens between the library's loads, in the library's order (access_hook.h). */
+struct plot {
+	struct sim *s;
+	const char *take_over_at;  /* before this load: stop_and_take_over (NULL: not played) */
+	const char *restart_after; /* once this word was loaded: restart before the next load */
+	const char *flags, *gen;   /*   of the flags or the generation (the library's mapping) */
+	uint64_t ns, vtime;	   /* what the other writer stores */
+	int taken_over, restart_armed, restarted;
+};
+
+static int plot_step(const char *a, void *arg)
+{
+	struct plot *p = arg;
+
+	if (a == p->take_over_at && !p->taken_over) {
+		stop_and_take_over(p->s, p->ns, p->vtime);
+		p->taken_over = 1;
+	}
+	if (a == p->restart_after) {
+		p->restart_armed = 1;
+	} else if (p->restart_armed && (a == p->flags || a == p->gen)) {
+		restart_with_reset(p->s);
+		p->restarted = 1;
+		return AH_DONE;
+	}
+	return AH_GO_ON;
+}
+
+static struct plot plot_for(struct fx *f, const uint64_t *take_over_at,
+			    const uint64_t *restart_after, uint64_t ns, uint64_t vtime)
+{
+	const struct barrierd_header *lib = barrierd_mapping(f->b, NULL);
+
+	return (struct plot){.s = &f->s,
+			     .take_over_at = (const char *)take_over_at,
+			     .restart_after = (const char *)restart_after,
+			     .flags = (const char *)&lib->flags,
+			     .gen = (const char *)&lib->generation,
+			     .ns = ns,
+			     .vtime = vtime};
+}
+
+/* Arm the hook on the library's mapping with this plot. */
+static void play(struct fx *f, struct plot *p)
+{
+	size_t size;
+	const struct barrierd_header *lib = barrierd_mapping(f->b, &size);
+
+	assert_int_equal(ah_arm(lib, size, plot_step, p), 0);
+}
+
+static void played(struct plot *p)
+{
+	ah_disarm();
+	assert_true(p->restarted); /* the library did load the words of the plot */
+}
+
+/*
+ * While the file is stopped, another writer raises every value past the stamps; the library,
+ * reading a value, loads it, and before it loads the flags our next daemon resets the file
+ * and starts (the generation, then RUNNING).  The value must not be trusted: it was loaded
+ * before the reset, and the flags that say "running" belong to a daemon that never published
+ * it.  Checked for barrierd_passed, barrierd_passed_vtime and the per-CPU branch of
+ * barrierd_wait_cpus.  Flags loaded after the value alone (the old order) trust it.
+ */
+static void restart_between_value_and_flags(void **state)
+{
+	struct fx *f = *state;
+	struct sim *s = &f->s;
+	const struct barrierd_header *lib = barrierd_mapping(f->b, NULL);
+	uint64_t t = stamp(f->b), v = barrierd_stamp_vtime(f->b);
+	struct plot p;
+	cpu_set_t set;
+	bool r;
+	int ret;
+
+	/* The stop rule itself (control): stopped, another writer's values are capped. */
+	stop_and_take_over(s, t + SIM_MS, v + 100);
+	assert_false(barrierd_passed(f->b, t));
+	assert_false(barrierd_passed_vtime(f->b, v));
+
+	p = plot_for(f, NULL, &lib->last_interrupt_ns, 0, 0);
+	play(f, &p);
+	r = barrierd_passed(f->b, t);
+	played(&p);
+	if (r)
+		fail_msg("barrierd_passed: a value another writer stored while the file was "
+			 "stopped, loaded before a restart, was trusted by flags loaded after it");
+	assert_int_equal(sim_load(&s->h->last_interrupt_ns), 0); /* the reset did happen */
+
+	stop_and_take_over(s, t + SIM_MS, v + 100);
+	p = plot_for(f, NULL, &lib->last_interrupt_vtime, 0, 0);
+	play(f, &p);
+	r = barrierd_passed_vtime(f->b, v);
+	played(&p);
+	if (r)
+		fail_msg("barrierd_passed_vtime: a stopped file's foreign vtime was trusted "
+			 "across a restart");
+
+	/* Per-CPU values: the restart after the last CPU of the set, before the flags. */
+	CPU_ZERO(&set);
+	for (int c = 0; c < NCPU; c++)
+		CPU_SET(c, &set);
+	stop_and_take_over(s, t + SIM_MS, v + 100);
+	assert_int_equal(barrierd_wait_cpus(f->b, t, &set, sizeof(set), 0), -ESTALE);
+	p = plot_for(f, NULL, &lib->per_cpu[NCPU - 1].last_interrupt_ns, 0, 0);
+	play(f, &p);
+	ret = barrierd_wait_cpus(f->b, t, &set, sizeof(set), 0);
+	played(&p);
+	if (ret == 0)
+		fail_msg("barrierd_wait_cpus: per-CPU values of another writer, loaded while "
+			 "the file was stopped, were trusted across a restart");
+	assert_int_equal(ret, -ETIMEDOUT); /* the new daemon is live; its values are 0 */
+}
+
+/*
+ * The same with a generation that repeats.  The daemon's reset zeroes the generation, so a
+ * daemon that starts after a reset has generation 1, like the first daemon on a new file.
+ * Here the library loads the flags (running, generation 1); then that daemon stops and
+ * another writer raises the values; the library loads a value; then a daemon resets the file
+ * and starts at generation 1 again; the library loads flags and generation: "running, 1"
+ * both times.  Equal generations alone would trust the value.
+ */
+static void restart_repeats_generation(void **state)
+{
+	struct fx *f = *state;
+	struct sim *s = &f->s;
+	const struct barrierd_header *lib = barrierd_mapping(f->b, NULL);
+	uint64_t t = stamp(f->b), v = barrierd_stamp_vtime(f->b);
+	struct plot p;
+	cpu_set_t set;
+	bool r;
+	int ret;
+
+	assert_int_equal(sim_load(&s->h->generation), 1);
+	p = plot_for(f, &lib->last_interrupt_ns, &lib->last_interrupt_ns, t + SIM_MS, v + 100);
+	play(f, &p);
+	r = barrierd_passed(f->b, t);
+	played(&p);
+	assert_true(p.taken_over);
+	assert_int_equal(sim_load(&s->h->generation), 1); /* repeated */
+	if (r)
+		fail_msg("barrierd_passed: a foreign value trusted across a reset and a restart "
+			 "that repeated the generation");
+
+	p = plot_for(f, &lib->last_interrupt_vtime, &lib->last_interrupt_vtime, t + SIM_MS,
+		     sim_load(&s->h->vtime) + 100);
+	v = barrierd_stamp_vtime(f->b);
+	play(f, &p);
+	r = barrierd_passed_vtime(f->b, v);
+	played(&p);
+	if (r)
+		fail_msg("barrierd_passed_vtime: a foreign vtime trusted across a restart that "
+			 "repeated the generation");
+
+	CPU_ZERO(&set);
+	for (int c = 0; c < NCPU; c++)
+		CPU_SET(c, &set);
+	p = plot_for(f, &lib->per_cpu[0].last_interrupt_ns,
+		     &lib->per_cpu[NCPU - 1].last_interrupt_ns, t + SIM_MS, v + 100);
+	play(f, &p);
+	ret = barrierd_wait_cpus(f->b, t, &set, sizeof(set), 0);
+	played(&p);
+	if (ret == 0)
+		fail_msg("barrierd_wait_cpus: foreign per-CPU values trusted across a restart "
+			 "that repeated the generation");
+	assert_int_equal(ret, -ETIMEDOUT);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* An extension laid out after the handle was opened                                         */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Our daemon starts: generation, heartbeat, then the flags with RUNNING (and its thread). */
+static void start_daemon(struct sim *s)
+{
+	sim_store(&s->h->generation, sim_load(&s->h->generation) + 1);
+	sim_store(&s->h->heartbeat_ns, sim_now());
+	sim_store(&s->h->flags, RUN_FLAGS);
+	assert_int_equal(sim_start_heartbeat(s), 0);
+}
+
+/* A new (or reset) file as our daemon lays it out before its start: stopped, no features. */
+static void laid_out_not_started(struct sim *s)
+{
+	sim_stop_heartbeat(s);
+	sim_store(&s->h->flags, BARRIERD_FLAG_STOPPED);
+}
+
+/* CPU 1 is idle and lags, CPU 0 passed: only a ring (and the daemon's credit) ends the wait. */
+static int wait_needing_ring(struct fx *f, struct barrierd *b)
+{
+	uint64_t t = stamp(b);
+	int ret;
+
+	sim_credit(&f->s, 0, t + 1);
+	sim_set_state(&f->s, 1, BARRIERD_CPU_IDLE);
+	assert_int_equal(sim_start_doorbell(&f->s, SIM_CREDIT_IDLE), 0);
+	/* Without a ring this times out; with one it ends within a few milliseconds. */
+	ret = barrierd_wait(b, t, 2 * SIM_SEC);
+	sim_stop_doorbell(&f->s);
+	return ret;
+}
+
+/*
+ * A handle opened while the file was laid out but not started, without the extension's feature
+ * bit, must pick the extension up when the daemon starts: otherwise it never rings.
+ */
+static void extension_after_open_rings(void **state)
+{
+	struct fx *f = *state;
+	struct barrierd *b = NULL;
+
+	laid_out_not_started(&f->s);
+	assert_int_equal(sim_open_lib(&b, f->s.path, NULL), 0);
+	start_daemon(&f->s);
+	if (wait_needing_ring(f, b) != 0 || sim_rings(&f->s) == 0)
+		fail_msg("a handle opened before the extension appeared never rang the doorbell");
+	barrierd_close(b);
+}
+
+/*
+ * The same handle must use the stop snapshot: evidence published before the daemon stopped
+ * stays evidence (without the extension the library trusts nothing of a stopped file).  Also
+ * for a poller, whose one slow call is barrierd_request().
+ */
+static void extension_after_open_stop_snapshot(void **state)
+{
+	struct fx *f = *state;
+	struct barrierd *b = NULL, *poller = NULL;
+	uint64_t t;
+
+	laid_out_not_started(&f->s);
+	assert_int_equal(sim_open_lib(&b, f->s.path, NULL), 0);
+	assert_int_equal(sim_open_lib(&poller, f->s.path, NULL), 0);
+	start_daemon(&f->s);
+	t = stamp(b);
+	sim_credit_all(&f->s, t + 1);
+	sim_stop_heartbeat(&f->s);
+	sim_stop_daemon(&f->s);
+	assert_true(f->s.x->stop_ns > t);
+	assert_true(barrierd_passed(f->b, t)); /* control: a handle that had the extension */
+	assert_int_equal(barrierd_wait(b, t, SIM_HANG_GUARD_NS), 0);
+	assert_int_equal(barrierd_request(poller), 0);
+	assert_true(barrierd_passed(poller, t));
+	barrierd_close(poller);
+	barrierd_close(b);
+}
+
+/*
+ * The file had no room for the extension when the handle mapped it; the daemon then grew it,
+ * laid the extension out and started.  The library maps the longer file (keeping the first
+ * mapping) and uses the extension.
+ */
+static void extension_after_growth(void **state)
+{
+	struct fx *f = *state;
+	struct sim *s = &f->s;
+	struct barrierd_ext *x = s->x;
+	uint64_t xo = barrierd_ext_offset(s->ncpu);
+	struct barrierd *b = NULL;
+	size_t size = 0;
+
+	laid_out_not_started(s);
+	sim_store(&s->h->ext_offset, 0);
+	assert_int_equal(truncate(s->path, (off_t)xo), 0); /* the sim must not touch x now */
+	assert_int_equal(sim_open_lib(&b, s->path, NULL), 0);
+	barrierd_mapping(b, &size);
+	assert_int_equal(size, xo);
+
+	/* The daemon grows the file (zeros), lays the extension out, then starts. */
+	assert_int_equal(truncate(s->path, (off_t)s->size), 0);
+	sim_store(&x->ext_size, s->size - xo);
+	x->ext_header_size = sizeof(*x);
+	x->ext_cpu_stride = sizeof(struct barrierd_ext_cpu);
+	for (uint64_t c = 0; c < s->ncpu; c++)
+		sim_store(&x->cpu[c].state, BARRIERD_CPU_BUSY);
+	sim_store(&s->h->ext_offset, xo);
+	start_daemon(s);
+
+	if (wait_needing_ring(f, b) != 0 || sim_rings(s) == 0)
+		fail_msg("a handle whose mapping was too short for the extension never rang");
+	barrierd_mapping(b, &size);
+	assert_int_equal(size, s->size);
+	barrierd_close(b);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* futex_waitv refused (ENOSYS before Linux 5.16, EPERM or ENOSYS under seccomp)             */
+/* ---------------------------------------------------------------------------------------- */
+
+static uint64_t cpu_time_ns(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * SIM_SEC +
+	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * SIM_US;
+}
+
+struct nowaitv_res {
+	int denied;	    /* deny_syscall's result */
+	int timed_out;	    /* the wait that must time out */
+	uint64_t wall, cpu; /* its length and the CPU time it used */
+	int woken;	    /* the wait that the daemon ends */
+};
+
+/*
+ * In a child (the filter must not outlive the test): futex_waitv fails with err.  A wait_cpus
+ * that nothing ends must time out without spinning (its CPU time well under its length), and
+ * one that the daemon ends must sleep on a futex that the daemon's publication wakes.
+ */
+static void nowaitv_case(struct fx *f, int err)
+{
+	const int64_t wait_ns = 200 * SIM_MS;
+	struct adv a = {.s = &f->s, .act = act_cpu, .cpu = 0};
+	struct nowaitv_res res = {.denied = 1};
+	uint64_t t = stamp(f->b);
+	cpu_set_t set;
+	int pfd[2], st = 0;
+	pid_t pid;
+
+	/* CPU 0 lags and is busy (the daemon is armed): no ring, the wait just sleeps. */
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	assert_int_equal(pipe(pfd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct nowaitv_res c = {0};
+		uint64_t w0, c0;
+
+		close(pfd[0]);
+		alarm(30);
+		c.denied = deny_syscall(SYS_futex_waitv, (unsigned)err);
+		w0 = sim_now();
+		c0 = cpu_time_ns();
+		c.timed_out = barrierd_wait_cpus(f->b, t, &set, sizeof(set), wait_ns);
+		c.cpu = cpu_time_ns() - c0;
+		c.wall = sim_now() - w0;
+		if (write(pfd[1], &c, sizeof(c)) != (ssize_t)sizeof(c))
+			_exit(1);
+		c.woken = barrierd_wait_cpus(f->b, t, &set, sizeof(set), SIM_HANG_GUARD_NS);
+		_exit(write(pfd[1], &c, sizeof(c)) == (ssize_t)sizeof(c) ? 0 : 1);
+	}
+	close(pfd[1]);
+	assert_int_equal(read(pfd[0], &res, sizeof(res)), sizeof(res));
+	/* Then the daemon credits CPU 0, once the child sleeps on CPU 0's word. */
+	a.after = t;
+	a.sleeper = &f->s.h->per_cpu[0].last_interrupt_ns;
+	adv_start(&a);
+	assert_int_equal(read(pfd[0], &res, sizeof(res)), sizeof(res));
+	adv_join(&a);
+	close(pfd[0]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(res.denied, 0);
+	assert_int_equal(res.timed_out, -ETIMEDOUT);
+	assert_true(res.wall >= (uint64_t)wait_ns); /* not early */
+	print_message("futex_waitv -> %s: %.1f ms of CPU in a %.1f ms wait\n",
+		      err == ENOSYS ? "ENOSYS" : "EPERM", res.cpu / 1e6, res.wall / 1e6);
+	if (res.cpu * 4 > res.wall)
+		fail_msg("without futex_waitv (%s) the wait spun: %.1f ms of CPU in %.1f ms",
+			 err == ENOSYS ? "ENOSYS" : "EPERM", res.cpu / 1e6, res.wall / 1e6);
+	assert_int_equal(res.woken, 0);
+	assert_true(a.saw_sleeper); /* it slept on the lagging CPU's word, as a shared futex */
+}
+
+static void wait_cpus_without_futex_waitv(void **state)
+{
+	nowaitv_case(*state, ENOSYS);
+	nowaitv_case(*state, EPERM);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* A disarm between the decision not to ring and the sleep                                   */
+/* ---------------------------------------------------------------------------------------- */
+
+struct disarm_plot {
+	struct sim *s;
+	const char *decision; /* the load of the lagging CPU's state: the decision not to ring */
+	int disarmed;
+};
+
+/*
+ * The daemon disarms (DESIGN 4.4): ARMED cleared, then the wakes, which find nobody asleep
+ * yet and are lost.  Taken right where the library has read the flags (armed) and is reading
+ * the lagging CPU's state (busy): it has decided not to ring and not yet slept.
+ */
+static int disarm_step(const char *a, void *arg)
+{
+	struct disarm_plot *p = arg;
+	struct barrierd_header *h = p->s->h;
+
+	if (a != p->decision)
+		return AH_GO_ON;
+	sim_store(&h->flags, sim_load(&h->flags) & ~BARRIERD_FLAG_ARMED);
+	sim_futex_wake(&h->flags);
+	sim_futex_wake(&h->last_interrupt_ns);
+	sim_futex_wake(&h->last_interrupt_vtime);
+	p->disarmed = 1;
+	return AH_DONE;
+}
+
+/*
+ * Tries: each is a wait shorter than the 10 ms slice.  A waiter that sleeps on the global word
+ * after the disarm sleeps until its deadline and never rings (deterministically: nothing else
+ * wakes it, and it is out of time when it wakes).  One that notices rings, and the simulated
+ * daemon arms again when it hears the ring: ARMED set again after the wait means it rang.
+ * Several tries only so that a machine stalled for the whole wait cannot fail a correct
+ * library.  Returns how many tries rang, or a DISARM_* error: no cmocka assertion here, as it
+ * also runs in a forked child.
+ */
+#define DISARM_NO_HOOK (-1)    /* the access hook could not be set */
+#define DISARM_NOT_PLAYED (-2) /* the library never loaded the lagging CPU's state */
+#define DISARM_BAD_RESULT (-3) /* the wait returned neither 0 nor -ETIMEDOUT */
+static int disarm_tries(struct fx *f, int tries)
+{
+	const struct barrierd_header *lib = barrierd_mapping(f->b, NULL);
+	const struct barrierd_ext *lx =
+	    (const void *)((const char *)lib + barrierd_ext_offset(f->s.ncpu));
+	size_t size;
+	int rang = 0;
+
+	barrierd_mapping(f->b, &size);
+	for (int i = 0; i < tries && !rang; i++) {
+		struct disarm_plot p = {.s = &f->s, .decision = (const char *)&lx->cpu[0].state};
+		uint64_t t;
+		int ret;
+
+		/* Armed, both CPUs lagging and busy: no reason to ring. */
+		sim_store(&f->s.h->flags, sim_load(&f->s.h->flags) | BARRIERD_FLAG_ARMED);
+		t = stamp(f->b);
+		if (ah_arm(lib, size, disarm_step, &p))
+			return DISARM_NO_HOOK;
+		ret = barrierd_wait(f->b, t, 8 * SIM_MS);
+		ah_disarm();
+		if (!p.disarmed)
+			return DISARM_NOT_PLAYED;
+		if (ret != 0 && ret != -ETIMEDOUT)
+			return DISARM_BAD_RESULT;
+		rang += !!(sim_load(&f->s.h->flags) & BARRIERD_FLAG_ARMED);
+	}
+	return rang;
+}
+
+static void disarm_wake_not_lost(void **state)
+{
+	struct fx *f = *state;
+	int rang;
+
+	assert_int_equal(sim_start_doorbell(&f->s, SIM_CREDIT_ARM), 0);
+	rang = disarm_tries(f, 5);
+	sim_stop_doorbell(&f->s);
+	assert_true(rang >= 0);
+	if (!rang)
+		fail_msg("a disarm between the decision not to ring and the sleep was slept "
+			 "through: the waiter never rang");
+}
+
+/* The same without futex_waitv (seccomp, in a child): the short sleep must notice it. */
+static void disarm_wake_not_lost_without_waitv(void **state)
+{
+	struct fx *f = *state;
+	int pfd[2], st = 0, res[2] = {1, 0};
+	pid_t pid;
+
+	assert_int_equal(sim_start_doorbell(&f->s, SIM_CREDIT_ARM), 0);
+	assert_int_equal(pipe(pfd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int r[2];
+
+		close(pfd[0]);
+		alarm(30);
+		r[0] = deny_syscall(SYS_futex_waitv, ENOSYS);
+		r[1] = r[0] ? 0 : disarm_tries(f, 5);
+		_exit(write(pfd[1], r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 1);
+	}
+	close(pfd[1]);
+	assert_int_equal(read(pfd[0], res, sizeof(res)), sizeof(res));
+	close(pfd[0]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	sim_stop_doorbell(&f->s);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(res[0], 0);
+	assert_true(res[1] >= 0);
+	if (!res[1])
+		fail_msg("without futex_waitv, a disarm after the decision not to ring was slept "
+			 "through: the waiter never rang");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(passed_is_strict, setup, teardown),
-		cmocka_unit_test_setup_teardown(passed_refuses_stamps_before_open, setup, teardown),
-		cmocka_unit_test_setup_teardown(passed_vtime_is_strict, setup, teardown),
-		cmocka_unit_test_setup_teardown(wait_fast_path, setup, teardown),
-		cmocka_unit_test_setup_teardown(wait_woken_by_daemon, setup, teardown),
-		cmocka_unit_test_setup_teardown(wait_vtime_woken_by_daemon, setup, teardown),
-		cmocka_unit_test_setup_teardown(wait_times_out, setup, teardown),
-		cmocka_unit_test_setup_teardown(wait_refuses_stamps_before_open, setup, teardown),
-		cmocka_unit_test_setup_teardown(wait_sees_high_half_change, setup, teardown),
-		cmocka_unit_test_setup_teardown(rings_for_idle, setup, teardown),
-		cmocka_unit_test_setup_teardown(rings_for_unknown, setup, teardown),
-		cmocka_unit_test_setup_teardown(rings_for_offline, setup, teardown),
-		cmocka_unit_test_setup_teardown(rings_for_daemon_cpu, setup, teardown),
-		cmocka_unit_test_setup_teardown(rings_for_idle_at_stamp, setup, teardown),
-		cmocka_unit_test_setup_teardown(no_ring_when_lagging_cpus_busy, setup, teardown),
-		cmocka_unit_test_setup_teardown(no_ring_without_doorbell_feature, setup, teardown),
-		cmocka_unit_test_setup_teardown(rings_when_disarmed, setup, teardown),
-		cmocka_unit_test_setup_teardown(request_rings, setup, teardown),
-		cmocka_unit_test_setup_teardown(stale_stopped_flag, setup, teardown),
-		cmocka_unit_test_setup_teardown(stale_not_running, setup, teardown),
-		cmocka_unit_test_setup_teardown(stale_heartbeat, setup, teardown),
-		cmocka_unit_test_setup_teardown(stale_but_already_passed, setup, teardown),
-		cmocka_unit_test_setup_teardown(values_after_stop_not_trusted, setup, teardown),
-		cmocka_unit_test_setup_teardown(stopped_without_extension_trusts_nothing, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(fallback_after_bound, setup, teardown),
-		cmocka_unit_test_setup_teardown(fallback_error_returned, setup, teardown),
-		cmocka_unit_test_setup_teardown(restart_keeps_handle, setup, teardown),
-		cmocka_unit_test_setup_teardown(barrier_with_busy_machine, setup, teardown),
-		cmocka_unit_test_setup_teardown(wait_cpus_subset, setup, teardown),
-		cmocka_unit_test_setup_teardown(wait_cpus_woken_by_daemon, setup, teardown),
-		cmocka_unit_test_setup_teardown(wait_cpus_many, setup_200, teardown),
-		cmocka_unit_test_setup_teardown(wait_cpus_bad_arguments, setup, teardown),
+	    cmocka_unit_test_setup_teardown(passed_is_strict, setup, teardown),
+	    cmocka_unit_test_setup_teardown(passed_refuses_stamps_before_open, setup, teardown),
+	    cmocka_unit_test_setup_teardown(passed_vtime_is_strict, setup, teardown),
+	    cmocka_unit_test_setup_teardown(wait_fast_path, setup, teardown),
+	    cmocka_unit_test_setup_teardown(wait_woken_by_daemon, setup, teardown),
+	    cmocka_unit_test_setup_teardown(wait_vtime_woken_by_daemon, setup, teardown),
+	    cmocka_unit_test_setup_teardown(wait_times_out, setup, teardown),
+	    cmocka_unit_test_setup_teardown(wait_refuses_stamps_before_open, setup, teardown),
+	    cmocka_unit_test_setup_teardown(wait_sees_high_half_change, setup, teardown),
+	    cmocka_unit_test_setup_teardown(rings_for_idle, setup, teardown),
+	    cmocka_unit_test_setup_teardown(rings_for_unknown, setup, teardown),
+	    cmocka_unit_test_setup_teardown(rings_for_offline, setup, teardown),
+	    cmocka_unit_test_setup_teardown(rings_for_daemon_cpu, setup, teardown),
+	    cmocka_unit_test_setup_teardown(rings_for_idle_at_stamp, setup, teardown),
+	    cmocka_unit_test_setup_teardown(no_ring_when_lagging_cpus_busy, setup, teardown),
+	    cmocka_unit_test_setup_teardown(no_ring_without_doorbell_feature, setup, teardown),
+	    cmocka_unit_test_setup_teardown(rings_when_disarmed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(request_rings, setup, teardown),
+	    cmocka_unit_test_setup_teardown(stale_stopped_flag, setup, teardown),
+	    cmocka_unit_test_setup_teardown(stale_not_running, setup, teardown),
+	    cmocka_unit_test_setup_teardown(stale_heartbeat, setup, teardown),
+	    cmocka_unit_test_setup_teardown(stale_but_already_passed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(values_after_stop_not_trusted, setup, teardown),
+	    cmocka_unit_test_setup_teardown(stopped_without_extension_trusts_nothing, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(fallback_after_bound, setup, teardown),
+	    cmocka_unit_test_setup_teardown(fallback_error_returned, setup, teardown),
+	    cmocka_unit_test_setup_teardown(restart_keeps_handle, setup, teardown),
+	    cmocka_unit_test_setup_teardown(barrier_with_busy_machine, setup, teardown),
+	    cmocka_unit_test_setup_teardown(wait_cpus_subset, setup, teardown),
+	    cmocka_unit_test_setup_teardown(wait_cpus_woken_by_daemon, setup, teardown),
+	    cmocka_unit_test_setup_teardown(wait_cpus_many, setup_200, teardown),
+	    cmocka_unit_test_setup_teardown(wait_cpus_bad_arguments, setup, teardown),
+	    cmocka_unit_test_setup_teardown(restart_between_value_and_flags, setup, teardown),
+	    cmocka_unit_test_setup_teardown(restart_repeats_generation, setup, teardown),
+	    cmocka_unit_test_setup_teardown(extension_after_open_rings, setup, teardown),
+	    cmocka_unit_test_setup_teardown(extension_after_open_stop_snapshot, setup, teardown),
+	    cmocka_unit_test_setup_teardown(extension_after_growth, setup, teardown),
+	    cmocka_unit_test_setup_teardown(wait_cpus_without_futex_waitv, setup, teardown),
+	    cmocka_unit_test_setup_teardown(disarm_wake_not_lost, setup, teardown),
+	    cmocka_unit_test_setup_teardown(disarm_wake_not_lost_without_waitv, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Which published values count as evidence (docs/DESIGN.md 5.3, 5.4): only values a daemon of
+ * ours published.  While the file is not marked running nobody of ours publishes, and a value
+ * raised meanwhile (the original barrierd taking the file over) proves nothing: global values
+ * count up to the stop snapshot, per-CPU values not at all.
+ *
+ * The value and the flags are two loads, and a restart can fall between them.  The restarting
+ * daemon removes foreign values (its reset), then bumps the generation, then sets RUNNING,
+ * each a single ordered store; so a value loaded while the file was stopped, checked against
+ * flags loaded after the restart, would be trusted although the reset has since removed it.
+ * Hence a seqlock-style read: flags and generation before the value, flags and generation
+ * after it, and the value counts as a running daemon's only if both show RUNNING (not STOPPED)
+ * in the same generation.
+ *
+ * Every load below is an x86 load, and x86 does not reorder a load with older loads (DESIGN
+ * F2), so program order is the order in which they are performed; bd_load() is an acquire
+ * load, which keeps the compiler to that order too.
+ */
+#include "internal.h"
+
+/* The daemon state around a read. */
+struct seq {
+	uint64_t flags, gen;
+};
+
+static inline bool running(uint64_t f)
+{
+	return (f & BARRIERD_FLAG_RUNNING) && !(f & BARRIERD_FLAG_STOPPED);
+}
+
+/*
+ * The flags, then the generation.  A starting daemon stores the generation before RUNNING, so
+ * a generation loaded after a flags load that saw some daemon's RUNNING is at least that
+ * daemon's generation.  The second read needs this order (below); the first takes the same.
+ */
+static inline void seq_read(const struct barrierd *b, struct seq *s)
+{
+	s->flags = bd_load(&b->hdr->flags);
+	s->gen = bd_load(&b->hdr->generation);
+}
+
+/*
+ * Were the loads made between the reads `before` and `after` made while one daemon of ours
+ * ran?  Take a value V another writer stored while the file was stopped, and a load of it
+ * between the two reads.  That writer stored V after the stopped flag was visible (it took
+ * over after our daemon stopped), and the next daemon of ours overwrites V (its reset) before
+ * it stores its generation and then RUNNING.  `before` was loaded before V: it saw STOPPED, or
+ * the RUNNING of a daemon that stopped before V was stored, and then that daemon's generation
+ * (the next one is stored only after the reset of V, which comes after our load of V).
+ * `after` was loaded after V, so after the stopped flag: if it saw RUNNING, that is a later
+ * daemon's, and the generation loaded after it is that later daemon's.  Either way false,
+ * unless the generation repeats (below).
+ */
+static inline bool seq_running(const struct seq *before, const struct seq *after)
+{
+	return running(before->flags) && running(after->flags) && before->gen == after->gen;
+}
+
+/*
+ * One hole in the generation: the daemon's reset of a foreign file zeroes every word but ncpu
+ * and vtime, the generation with them, and the daemon then starts at generation 1, which the
+ * first daemon on a new file also had.  A reset and a start between the two reads could thus
+ * look like one run.  So the callers load the value(s) once more after `after`: if a daemon
+ * started in between, its RUNNING (seen by `after`) was stored after its reset, and these
+ * loads come after the reset too.  Within one run values only grow, so the second load never
+ * makes a true barrier look unpassed.
+ */
+
+uint64_t bd_trusted(const struct barrierd *b, const uint64_t *word, int vtime)
+{
+	const struct barrierd_ext *x;
+	uint64_t v, cap;
+
+#ifdef BARRIERD_MUTANT_TRUSTED_NO_SEQLOCK /* mutant for tests/audit: breaks the stop rule */
+	uint64_t f;
+
+	/* The old order: the value, then the flags alone (a restart between them is missed). */
+	v = bd_load(word);
+	f = bd_load(&b->hdr->flags);
+	if (running(f))
+		return v;
+#else
+	struct seq before, after;
+
+	seq_read(b, &before);
+	v = bd_load(word);
+	seq_read(b, &after);
+	if (seq_running(&before, &after)) {
+		uint64_t again = bd_load(word); /* after `after`: the generation can repeat */
+
+		return v < again ? v : again;
+	}
+#endif
+	/*
+	 * Not (or not throughout) a running daemon's value: no more than the stop snapshot.
+	 * Whatever that word holds when we load it is a global value a daemon of ours published
+	 * when it stopped, or the zero of a new or reset file: evidence at any moment, so this
+	 * load needs no order of its own.
+	 */
+	x = bd_ext(b);
+	if (!x)
+		return 0;
+	cap = bd_load(vtime ? &x->stop_vtime : &x->stop_ns);
+	return v < cap ? v : cap;
+}
+
+/* Is every CPU of the set above the stamp, in one pass over their words? */
+static bool all_above(const struct barrierd *b, const unsigned long *set, size_t nbits,
+		      uint64_t stamp_ns)
+{
+	for (uint64_t c = 0; c < b->ncpu; c++)
+		if (bd_in_set(set, nbits, c) &&
+		    bd_load(&b->hdr->per_cpu[c].last_interrupt_ns) <= stamp_ns)
+			return false;
+	return true;
+}
+
+bool bd_cpus_passed(const struct barrierd *b, const unsigned long *set, size_t nbits,
+		    uint64_t stamp_ns)
+{
+#ifdef BARRIERD_MUTANT_TRUSTED_NO_SEQLOCK /* mutant for tests/audit: breaks the stop rule */
+	/* The old order: the values, then the flags alone. */
+	if (!all_above(b, set, nbits, stamp_ns))
+		return false;
+	return running(bd_load(&b->hdr->flags));
+#else
+	struct seq before, after;
+
+	seq_read(b, &before);
+	if (!all_above(b, set, nbits, stamp_ns))
+		return false;
+	seq_read(b, &after);
+	if (!seq_running(&before, &after))
+		return false;
+	/* Once more after `after` (see above): a start between the reads came after its reset. */
+	return all_above(b, set, nbits, stamp_ns);
+#endif
+}
