@@ -4,7 +4,7 @@
 #define BARRIERD_BPF_ATTACH_H
 
 #include "tracepoints.h"
-#include "../bpf/barrierd_slot.h"
+#include "barrierd_slot.h"
 
 #include <stdbool.h>
 #include <stdint.h>

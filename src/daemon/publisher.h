@@ -8,7 +8,7 @@
 #define BARRIERD_PUBLISHER_H
 
 #include "state_file.h"
-#include "../bpf/barrierd_slot.h"
+#include "barrierd_slot.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -2,8 +2,8 @@
 /*
  * barrierctl - the command-line tool of barrierd: status, watch, wait and bench.
  *
- * barrierctl.c parses the command line and runs wait; barrierctl_status.c takes snapshots of
- * the state file and renders them (status, watch); barrierctl_bench.c runs bench.  Everything
+ * main.c parses the command line and runs wait; status.c takes snapshots of
+ * the state file and renders them (status, watch); bench.c runs bench.  Everything
  * reads the file through libbarrierd: barrierd_open() does the trust and structure checks and
  * barrierd_mapping() gives the validated read-only mapping.
  */
@@ -69,7 +69,7 @@ int bctl_open(const struct bctl_opts *o, struct barrierd **b);
 /* One line (no newline) saying why barrierd_open() refused the file. */
 const char *bctl_open_error(int err);
 
-/* ---- snapshots (barrierctl_status.c) ---- */
+/* ---- snapshots (status.c) ---- */
 
 struct bctl_cpu {
 	uint64_t ns, vtime;
