@@ -188,6 +188,15 @@ static inline uint64_t barrierd_file_size(uint64_t ncpu)
 /* The largest ncpu a reader accepts (the kernel's NR_CPUS limit). */
 #define BARRIERD_MAX_CPUS 8192u
 
+/*
+ * Liveness, the same for every reader: a daemon is gone once heartbeat_ns is more than
+ * BARRIERD_LIVENESS_PERIODS heartbeat periods old.  A heartbeat_period_ns of 0 or above
+ * BARRIERD_MAX_HEARTBEAT_PERIOD_NS is read as BARRIERD_DEFAULT_HEARTBEAT_PERIOD_NS.
+ */
+#define BARRIERD_LIVENESS_PERIODS 3u
+#define BARRIERD_DEFAULT_HEARTBEAT_PERIOD_NS (100ULL * 1000000ULL)
+#define BARRIERD_MAX_HEARTBEAT_PERIOD_NS (60ULL * 1000000000ULL)
+
 /* ------------------------------------------------------------------------------------------ */
 /* Client API (libbarrierd.so.1)                                                               */
 /* ------------------------------------------------------------------------------------------ */

@@ -2,8 +2,6 @@
 /* Is a daemon publishing?  The flags and the heartbeat tell a live daemon from a dead one. */
 #include "internal.h"
 
-#define DEFAULT_PERIOD_NS (100 * 1000000ULL)
-
 int bd_live(const struct barrierd *b, uint64_t now_host)
 {
 	const struct barrierd_header *h = b->hdr;
@@ -13,10 +11,10 @@ int bd_live(const struct barrierd *b, uint64_t now_host)
 
 	if (!(flags & BARRIERD_FLAG_RUNNING) || (flags & BARRIERD_FLAG_STOPPED))
 		return 0;
-	if (period == 0 || period > 60ULL * 1000000000ULL)
-		period = DEFAULT_PERIOD_NS;
+	if (period == 0 || period > BARRIERD_MAX_HEARTBEAT_PERIOD_NS)
+		period = BARRIERD_DEFAULT_HEARTBEAT_PERIOD_NS;
 	/* Three periods without a heartbeat: the daemon is gone (kill -9) or wedged. */
-	return now_host <= hb + 3 * period;
+	return now_host <= hb + BARRIERD_LIVENESS_PERIODS * period;
 }
 
 BDLIB_EXPORT bool barrierd_live(const struct barrierd *b)

@@ -12,10 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Mirrors lib/liveness.c: the daemon is gone after three periods without a heartbeat. */
-#define LIVENESS_PERIODS 3
-#define DEFAULT_PERIOD_NS (100 * BCTL_MS)
-#define MAX_PERIOD_NS (60 * BCTL_SEC)
 
 /*
  * Every shared word is read with one atomic load, as the daemon writes it with one store.
@@ -119,7 +115,7 @@ uint64_t bctl_effective_period(const struct bctl_snapshot *s)
 {
 	uint64_t p = s->heartbeat_period_ns;
 
-	return p == 0 || p > MAX_PERIOD_NS ? DEFAULT_PERIOD_NS : p;
+	return p == 0 || p > BARRIERD_MAX_HEARTBEAT_PERIOD_NS ? BARRIERD_DEFAULT_HEARTBEAT_PERIOD_NS : p;
 }
 
 enum bctl_health bctl_daemon_health(const struct bctl_snapshot *s)
@@ -127,7 +123,7 @@ enum bctl_health bctl_daemon_health(const struct bctl_snapshot *s)
 	if (!(s->flags & BARRIERD_FLAG_RUNNING) || (s->flags & BARRIERD_FLAG_STOPPED))
 		return BCTL_STOPPED;
 	/* The library's rule exactly: live while now <= heartbeat + 3 periods. */
-	if (s->now_ns > s->heartbeat_ns + LIVENESS_PERIODS * bctl_effective_period(s))
+	if (s->now_ns > s->heartbeat_ns + BARRIERD_LIVENESS_PERIODS * bctl_effective_period(s))
 		return BCTL_STALE;
 	return BCTL_HEALTHY;
 }
@@ -276,7 +272,7 @@ void bctl_render_text(FILE *f, const struct bctl_snapshot *s, uint64_t threshold
 	else if (dh == BCTL_STALE)
 		fprintf(f,
 			"not running (running flag set, but no heartbeat for more than %d periods)",
-			LIVENESS_PERIODS);
+			BARRIERD_LIVENESS_PERIODS);
 	else
 		fprintf(f, "running");
 	fprintf(f, ", pid %llu, generation %llu, heartbeat %.3f ms ago (period %.0f ms)\n",
