@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * Baseline programs for the BPF cost comparison (bench/run.sh, BRIEF §6): what the cheapest
- * useful evidence program costs on the same tracepoint.
+ * Baseline programs for the BPF cost comparison (bench/run.sh, docs/PERFORMANCE.md section 6):
+ * what the cheapest useful evidence program costs on the same tracepoint.
  *   baseline_stamp  stores bpf_ktime_get_ns() into this CPU's slot (a plain store): the
  *                   program the daemon's ones are compared with (target: within 25 %);
- *   baseline_xchg   the same with the stamp exchanged in (xchg, as rule 1 requires): what the
- *                   locked instruction alone costs over the plain store;
+ *   baseline_xchg   the same with the stamp exchanged in (xchg, as DESIGN rule 1 requires):
+ *                   what the locked instruction alone costs over the plain store;
  *   baseline_empty  does nothing: the floor of a raw tracepoint program (the getpid table).
  * Loaded and attached one at a time by bench_bpf.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
-#include "../bpf/barrierd_slot.h"
+#include "barrierd_slot.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

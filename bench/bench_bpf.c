@@ -79,7 +79,7 @@ static int cmd_attach(const char *which, const char *tp, double secs)
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
 	prog_info(bpf_program__fd(prog), &a);
-	t0 = bench_now();
+	t0 = bd_mono_ns();
 	if (secs > 0) {
 		bench_sleep_ns((uint64_t)(secs * 1e9));
 	} else {
@@ -89,7 +89,7 @@ static int cmd_attach(const char *which, const char *tp, double secs)
 			pause();
 	}
 	prog_info(bpf_program__fd(prog), &b);
-	t1 = bench_now();
+	t1 = bd_mono_ns();
 	bpf_link__destroy(link);
 	printf("baseline_%s %s %llu %llu %.3f\n", which, tp,
 	       (unsigned long long)(b.run_cnt - a.run_cnt),

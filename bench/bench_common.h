@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Small helpers shared by the benchmark programs in bench/ (run by bench/run.sh).  Header-only
- * so that each program stays one file.
+ * so that each program stays one file.  The loads, fences and the clock are bd_sync.h's
+ * (bd_load, bd_load_low, bd_stamp_fence, bd_mono_ns); a fenced clock read, the stamp of the
+ * original layout's clients, is bd_stamp_fence() then bd_mono_ns().  Mapping a state file and
+ * percentiles are barrierd_internal's (map_ro.h, percentile.h), as every bench target links it.
  */
 #ifndef BARRIERD_BENCH_COMMON_H
 #define BARRIERD_BENCH_COMMON_H
@@ -21,16 +24,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bd_sync.h"
+#include "map_ro.h"
+#include "percentile.h"
+
 #define BENCH_SEC 1000000000ULL
 #define BENCH_MS 1000000ULL
-
-static inline uint64_t bench_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * BENCH_SEC + (uint64_t)ts.tv_nsec;
-}
 
 static inline uint64_t bench_thread_cpu(void)
 {
@@ -38,23 +37,6 @@ static inline uint64_t bench_thread_cpu(void)
 
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * BENCH_SEC + (uint64_t)ts.tv_nsec;
-}
-
-/* The stamp rule of the original layout's clients: MFENCE; LFENCE; CLOCK_MONOTONIC. */
-static inline uint64_t bench_fenced_now(void)
-{
-	__asm__ __volatile__("mfence; lfence" ::: "memory");
-	return bench_now();
-}
-
-static inline uint64_t bench_ld64(const uint64_t *p)
-{
-	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-}
-
-static inline uint32_t bench_ld_low(const uint64_t *p)
-{
-	return __atomic_load_n((const uint32_t *)p, __ATOMIC_ACQUIRE);
 }
 
 static inline void bench_sleep_ns(uint64_t ns)
@@ -95,7 +77,7 @@ static inline long bench_futex_wake(const void *word, int n)
 static inline long bench_futex_count(const uint64_t *word)
 {
 	long n = syscall(SYS_futex, (const uint32_t *)word, FUTEX_CMP_REQUEUE, 0,
-			 (void *)(long)INT32_MAX, (const uint32_t *)word, bench_ld_low(word));
+			 (void *)(long)INT32_MAX, (const uint32_t *)word, bd_load_low(word));
 
 	return n < 0 ? -1 : n;
 }
@@ -115,47 +97,11 @@ static inline int bench_pin(int cpu)
  */
 static inline void bench_ring(const uint64_t *doorbell, const uint64_t *global_ns, uint64_t t)
 {
-	uint64_t start = bench_now();
+	uint64_t start = bd_mono_ns();
 
-	while (bench_futex_wake(doorbell, 1) == 0 && bench_ld64(global_ns) <= t &&
-	       bench_now() - start < 200000)
+	while (bench_futex_wake(doorbell, 1) == 0 && bd_load(global_ns) <= t &&
+	       bd_mono_ns() - start < 200000)
 		sched_yield();
-}
-
-/* Map a state file read-only (any user can: the file is 0644).  NULL on failure. */
-static inline void *bench_map_ro(const char *path, size_t *size)
-{
-	struct stat st;
-	void *m;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &st) || st.st_size < 128) {
-		close(fd);
-		return NULL;
-	}
-	m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (m == MAP_FAILED)
-		return NULL;
-	*size = (size_t)st.st_size;
-	return m;
-}
-
-static inline int bench_cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile of n sorted values. */
-static inline uint64_t bench_pct(const uint64_t *sorted, size_t n, unsigned p)
-{
-	size_t rank = (n * p + 99) / 100;
-
-	return n ? sorted[rank ? rank - 1 : 0] : 0;
 }
 
 /* Open a CSV for appending; write the header when the file is new or empty. */

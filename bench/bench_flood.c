@@ -24,13 +24,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: bench_flood STATE_PATH SECONDS\n");
 		return 64;
 	}
-	m = bench_map_ro(argv[1], &size);
+	m = map_ro(argv[1], &size);
 	if (!m) {
 		fprintf(stderr, "bench_flood: cannot map %s: %s\n", argv[1], strerror(errno));
 		return 1;
 	}
 	doorbell = (const uint64_t *)(m + 112); /* header.doorbell */
-	t0 = bench_now();
+	t0 = bd_mono_ns();
 	end = t0 + (uint64_t)(secs * 1e9);
 	for (;;) {
 		for (int i = 0; i < 256; i++) {
@@ -39,10 +39,10 @@ int main(int argc, char **argv)
 			rings++;
 			heard += r > 0;
 		}
-		if (bench_now() >= end)
+		if (bd_mono_ns() >= end)
 			break;
 	}
 	printf("flood rings %llu heard %llu seconds %.3f uid %u\n", (unsigned long long)rings,
-	       (unsigned long long)heard, (double)(bench_now() - t0) / 1e9, (unsigned)getuid());
+	       (unsigned long long)heard, (double)(bd_mono_ns() - t0) / 1e9, (unsigned)getuid());
 	return 0;
 }

@@ -13,7 +13,9 @@
  *   busy  a sibling thread of this process spins there, reading a page: it is what makes
  *         PRIVATE_EXPEDITED (same mm), GLOBAL_EXPEDITED (registered mm) and the mprotect trick
  *         (the page is in that CPU's TLB) do their work; for barrierd it is a busy CPU.
- * Methods: barrierd, membarrier-global, global-expedited, private-expedited, mprotect.
+ * Methods: barrierd, membarrier-global, global-expedited, private-expedited, mprotect (the
+ * calls are src/common/barrier_method.c's, as in barrierctl bench; the sibling is
+ * src/common/siblings.c's).
  *
  * Rounds interleave conditions and methods; each batch is at most --calls calls or 0.5 s.
  * Between batches, a background window of the same condition (the caller sleeping) measures
@@ -22,23 +24,35 @@
  */
 #include "bench_common.h"
 
-#include <barrierd.h>
+#include "barrier_method.h"
 #include "proc_interrupts.h"
+#include "siblings.h"
+
+#include <barrierd.h>
 #include <linux/membarrier.h>
-#include <pthread.h>
 
 #define MAXCPU 256
 #define BATCH_NS (500 * BENCH_MS)
 #define BG_NS (200 * BENCH_MS)
 
-
+/* The methods in the order each round runs them, then the background window. */
 enum { M_BARRIERD, M_GLOBAL, M_GLOBAL_EXP, M_PRIVATE_EXP, M_MPROTECT, M_BACKGROUND, NM };
-static const char *const method_names[NM] = {"barrierd",	  "membarrier-global",
-					      "global-expedited",	  "private-expedited",
-					      "mprotect",	  "background"};
+static const enum barrier_method method_of[M_BACKGROUND] = {
+    BM_BARRIERD, BM_MEMBARRIER_GLOBAL, BM_GLOBAL_EXPEDITED, BM_PRIVATE_EXPEDITED, BM_MPROTECT,
+};
+
+static const char *method_name(int m)
+{
+	return m == M_BACKGROUND ? "background" : barrier_method_names[method_of[m]];
+}
 
 enum { C_IDLE, C_BUSY, NC };
 static const char *const cond_names[NC] = {"idle", "busy"};
+
+static const char *cond_name(int c)
+{
+	return cond_names[c];
+}
 
 struct acc {
 	uint64_t calls, ns;
@@ -48,66 +62,41 @@ struct acc {
 static struct acc acc[NC][NM];
 static struct proc_interrupts irqs = {.fd = -1};
 
-static volatile unsigned char *page;
-static size_t page_size;
-static uint32_t mode;		 /* 0 park, 1 spin, 2 exit (private futex) */
-static uint32_t acked = UINT32_MAX; /* last mode the sibling saw */
-static struct barrierd *bd;
+static struct barrier_method_ctx ctx; /* the state file and the mprotect page */
+static struct siblings sib;	      /* one, on the target CPU */
+static int cond = C_IDLE;	      /* what the sibling does now */
 
 static int read_irqs(uint64_t out[MAXCPU][IPI_KINDS])
 {
 	return proc_interrupts_read(&irqs, &out[0][0], MAXCPU);
 }
 
-static void *sibling(void *arg)
+/* Idle: the sibling parks; busy: it spins reading the page (its TLB holds it). */
+static void set_cond(int c)
 {
-	(void)arg;
-	for (;;) {
-		uint32_t m = __atomic_load_n(&mode, __ATOMIC_ACQUIRE);
+	int ret;
 
-		__atomic_store_n(&acked, m, __ATOMIC_RELEASE);
-		if (m == 2)
-			return NULL;
-		if (m == 0) {
-			syscall(SYS_futex, &mode, FUTEX_WAIT_PRIVATE, m, NULL, NULL, 0);
-			continue;
-		}
-		/* No PAUSE: under a hypervisor it can make the host deschedule the vCPU. */
-		while (__atomic_load_n(&mode, __ATOMIC_ACQUIRE) == m)
-			(void)page[0];
-	}
-}
-
-static void set_mode(uint32_t m)
-{
-	if (__atomic_load_n(&mode, __ATOMIC_RELAXED) == m)
+	if (c == cond)
 		return;
-	__atomic_store_n(&mode, m, __ATOMIC_RELEASE);
-	syscall(SYS_futex, &mode, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-	while (__atomic_load_n(&acked, __ATOMIC_ACQUIRE) != m)
-		sched_yield();
+	ret = siblings_set(&sib, c == C_BUSY ? SIB_TOUCH : SIB_PARK);
+	if (ret) {
+		fprintf(stderr, "bench_ipi: the sibling did not respond: %s\n", strerror(-ret));
+		exit(1);
+	}
+	cond = c;
 	/* The wake-up's own IPI has landed; let the target settle into its new state. */
 	bench_sleep_ns(5 * BENCH_MS);
 }
 
-static int call(int m)
+/* One call of method m; a failed call ends the run. */
+static void call(int m)
 {
-	switch (m) {
-	case M_BARRIERD:
-		return barrierd_barrier(bd, 5 * (int64_t)BENCH_SEC);
-	case M_GLOBAL:
-		return syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) ? -errno : 0;
-	case M_GLOBAL_EXP:
-		return syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) ? -errno : 0;
-	case M_PRIVATE_EXP:
-		return syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) ? -errno : 0;
-	case M_MPROTECT:
-		if (mprotect((void *)page, page_size, PROT_READ | PROT_WRITE))
-			return -errno;
-		page[0]++;
-		return mprotect((void *)page, page_size, PROT_READ) ? -errno : 0;
+	int ret = barrier_method_call(&ctx, method_of[m]);
+
+	if (ret) {
+		fprintf(stderr, "bench_ipi: %s: %s\n", method_name(m), strerror(-ret));
+		exit(1);
 	}
-	return -EINVAL;
 }
 
 static void add(struct acc *a, uint64_t before[MAXCPU][IPI_KINDS], uint64_t after[MAXCPU][IPI_KINDS])
@@ -117,7 +106,7 @@ static void add(struct acc *a, uint64_t before[MAXCPU][IPI_KINDS], uint64_t afte
 			a->irq[c][k] += after[c][k] - before[c][k];
 }
 
-static int parse_list(const char *s, const char *const *names, int count)
+static int parse_list(const char *s, const char *(*name)(int), int count)
 {
 	int mask = 0;
 	char buf[256], *save = NULL;
@@ -126,7 +115,7 @@ static int parse_list(const char *s, const char *const *names, int count)
 	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		int i;
 
-		for (i = 0; i < count && strcmp(t, names[i]); i++)
+		for (i = 0; i < count && strcmp(t, name(i)); i++)
 			;
 		if (i == count) {
 			fprintf(stderr, "bench_ipi: unknown name '%s'\n", t);
@@ -144,8 +133,6 @@ int main(int argc, char **argv)
 	int caller = 0, target = 1, rounds = 5, methods = (1 << M_BACKGROUND) - 1;
 	int conds = (1 << NC) - 1, ret;
 	uint64_t calls = 200;
-	pthread_t th;
-	pthread_attr_t attr;
 	cpu_set_t one;
 	FILE *csv;
 
@@ -166,9 +153,9 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--rounds"))
 			rounds = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--methods"))
-			methods = parse_list(argv[i + 1], method_names, M_BACKGROUND);
+			methods = parse_list(argv[i + 1], method_name, M_BACKGROUND);
 		else if (!strcmp(argv[i], "--conds"))
-			conds = parse_list(argv[i + 1], cond_names, NC);
+			conds = parse_list(argv[i + 1], cond_name, NC);
 		else {
 			fprintf(stderr, "bench_ipi: unknown option %s\n", argv[i]);
 			return 64;
@@ -186,49 +173,41 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_ipi: cannot read /proc/interrupts\n");
 		return 1;
 	}
-	if ((methods & (1 << M_BARRIERD)) && (ret = barrierd_open(&bd, argv[1]))) {
+	if ((methods & (1 << M_BARRIERD)) && (ret = barrierd_open(&ctx.b, argv[1]))) {
 		fprintf(stderr, "bench_ipi: %s: %s\n", argv[1], strerror(-ret));
 		return 1;
 	}
-	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) ||
-	    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0)) {
-		fprintf(stderr, "bench_ipi: membarrier registration: %s\n", strerror(errno));
+	if ((ret = membarrier_call(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED)) ||
+	    (ret = membarrier_call(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED))) {
+		fprintf(stderr, "bench_ipi: membarrier registration: %s\n", strerror(-ret));
 		return 1;
 	}
-	page_size = (size_t)sysconf(_SC_PAGESIZE);
-	page = mmap(NULL, page_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (page == MAP_FAILED)
+	if ((ret = barrier_method_map_page(&ctx))) {
+		fprintf(stderr, "bench_ipi: mmap: %s\n", strerror(-ret));
 		return 1;
-	page[0] = 1;
-	mlock((void *)page, page_size);
+	}
 
 	CPU_ZERO(&one);
 	CPU_SET(target, &one);
-	pthread_attr_init(&attr);
-	pthread_attr_setaffinity_np(&attr, sizeof(one), &one);
-	if (pthread_create(&th, &attr, sibling, NULL)) {
+	if (siblings_start(&sib, &one, ctx.page)) {
 		fprintf(stderr, "bench_ipi: cannot start the sibling on CPU %d\n", target);
 		return 1;
 	}
-	while (__atomic_load_n(&acked, __ATOMIC_ACQUIRE) != 0)
-		sched_yield();
 	/* Warm-up: one call of each method in each condition. */
 	for (int c = 0; c < NC; c++) {
 		if (!(conds & (1 << c)))
 			continue;
-		set_mode(c == C_BUSY);
+		set_cond(c);
 		for (int m = 0; m < M_BACKGROUND; m++)
-			if ((methods & (1 << m)) && (ret = call(m))) {
-				fprintf(stderr, "bench_ipi: %s: %s\n", method_names[m], strerror(-ret));
-				return 1;
-			}
+			if (methods & (1 << m))
+				call(m);
 	}
 
 	for (int r = 0; r < rounds; r++) {
 		for (int c = 0; c < NC; c++) {
 			if (!(conds & (1 << c)))
 				continue;
-			set_mode(c == C_BUSY);
+			set_cond(c);
 			for (int m = 0; m <= M_BACKGROUND; m++) {
 				struct acc *a = &acc[c][m];
 				uint64_t t0, t1, k = 0;
@@ -236,19 +215,14 @@ int main(int argc, char **argv)
 				if (m < M_BACKGROUND && !(methods & (1 << m)))
 					continue;
 				read_irqs(before);
-				t0 = bench_now();
+				t0 = bd_mono_ns();
 				if (m == M_BACKGROUND) {
 					bench_sleep_ns(BG_NS);
 				} else {
-					for (k = 0; k < calls && bench_now() - t0 < BATCH_NS; k++) {
-						if ((ret = call(m))) {
-							fprintf(stderr, "bench_ipi: %s: %s\n",
-								method_names[m], strerror(-ret));
-							return 1;
-						}
-					}
+					for (k = 0; k < calls && bd_mono_ns() - t0 < BATCH_NS; k++)
+						call(m);
 				}
-				t1 = bench_now();
+				t1 = bd_mono_ns();
 				read_irqs(after);
 				add(a, before, after);
 				a->calls += k;
@@ -256,8 +230,7 @@ int main(int argc, char **argv)
 			}
 		}
 	}
-	set_mode(2);
-	pthread_join(th, NULL);
+	siblings_stop(&sib);
 
 	csv = bench_csv(argv[2], "label,cond,method,calls,seconds,cpu,cal,res,iwi,tlb");
 	if (!csv)
@@ -274,7 +247,7 @@ int main(int argc, char **argv)
 				if (cpu >= MAXCPU)
 					continue;
 				fprintf(csv, "%s,%s,%s,%llu,%.6f,%d,%llu,%llu,%llu,%llu\n", label,
-					cond_names[c], method_names[m], (unsigned long long)a->calls,
+					cond_names[c], method_name(m), (unsigned long long)a->calls,
 					(double)a->ns / 1e9, cpu,
 					(unsigned long long)a->irq[cpu][IPI_CAL],
 					(unsigned long long)a->irq[cpu][IPI_RES],
@@ -285,6 +258,7 @@ int main(int argc, char **argv)
 	}
 	fclose(csv);
 	proc_interrupts_close(&irqs);
-	barrierd_close(bd);
+	barrier_method_unmap_page(&ctx);
+	barrierd_close(ctx.b);
 	return 0;
 }

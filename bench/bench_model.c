@@ -22,6 +22,7 @@
 #include "log.h"
 #include "publisher.h"
 #include "state_file.h"
+#include "bd_sync.h"
 
 #include <stdbool.h>
 
@@ -38,7 +39,7 @@ static uint64_t samples[MAX_PASSES];
 static void prepare(struct publisher *p, struct barrierd_slot *slots, uint64_t ncpu, int s,
 		    uint64_t i)
 {
-	uint64_t now = bench_now();
+	uint64_t now = bd_mono_ns();
 
 	switch (s) {
 	case S_ONE: {
@@ -86,7 +87,7 @@ static int run_ncpu(const char *dir, uint64_t ncpu, FILE *csv)
 		return ret;
 	}
 	/* The running flag, as the daemon sets it (nothing reads it here). */
-	pub64(&sf.hdr->flags, BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION);
+	bd_store(&sf.hdr->flags, BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION);
 	slots = aligned_alloc(64, ncpu * sizeof(*slots));
 	if (!slots)
 		return -ENOMEM;
@@ -106,19 +107,19 @@ static int run_ncpu(const char *dir, uint64_t ncpu, FILE *csv)
 		prepare(&p, slots, ncpu, S_ALL, 0);
 		publisher_pass(&p, s == S_CREDIT, &again);
 		wakes0 = p.futex_wakes;
-		start = bench_now();
-		while (n < MAX_PASSES && (n < MIN_PASSES || bench_now() - start < SCEN_NS)) {
+		start = bd_mono_ns();
+		while (n < MAX_PASSES && (n < MIN_PASSES || bd_mono_ns() - start < SCEN_NS)) {
 			uint64_t t0, t1;
 
 			prepare(&p, slots, ncpu, s, n);
-			t0 = bench_now();
+			t0 = bd_mono_ns();
 			if (s == S_PROBE) {
 				publisher_count_waiters(&p, 64);
 				ret = 0;
 			} else {
 				ret = publisher_pass(&p, s == S_CREDIT, &again);
 			}
-			t1 = bench_now();
+			t1 = bd_mono_ns();
 			if (ret) {
 				fprintf(stderr, "bench_model: publisher_pass: %s\n", strerror(-ret));
 				return ret;
@@ -126,11 +127,12 @@ static int run_ncpu(const char *dir, uint64_t ncpu, FILE *csv)
 			samples[n++] = t1 - t0;
 			sum += t1 - t0;
 		}
-		qsort(samples, n, sizeof(samples[0]), bench_cmp_u64);
+		sort_u64(samples, n);
 		fprintf(csv, "%s,%llu,%llu,%llu,%llu,%llu,%.2f,%llu\n", scen_names[s],
 			(unsigned long long)ncpu, (unsigned long long)n,
-			(unsigned long long)bench_pct(samples, n, 50),
-			(unsigned long long)(sum / n), (unsigned long long)bench_pct(samples, n, 99),
+			(unsigned long long)percentile_u64(samples, n, 50),
+			(unsigned long long)(sum / n),
+			(unsigned long long)percentile_u64(samples, n, 99),
 			(double)(p.futex_wakes - wakes0) / (double)n,
 			(unsigned long long)barrierd_file_size(ncpu));
 		fflush(csv);
@@ -181,13 +183,14 @@ int main(int argc, char **argv)
 
 			for (uint64_t i = 0; i < k / 10; i++)
 				futex_wake_word(word);
-			t0 = bench_now();
+			t0 = bd_mono_ns();
 			for (uint64_t i = 0; i < k; i++)
 				futex_wake_word(word);
 			fprintf(csv, "futex-wake-nowaiter,0,%llu,%llu,%llu,%llu,1.00,0\n",
-				(unsigned long long)k, (unsigned long long)((bench_now() - t0) / k),
-				(unsigned long long)((bench_now() - t0) / k),
-				(unsigned long long)((bench_now() - t0) / k));
+				(unsigned long long)k,
+				(unsigned long long)((bd_mono_ns() - t0) / k),
+				(unsigned long long)((bd_mono_ns() - t0) / k),
+				(unsigned long long)((bd_mono_ns() - t0) / k));
 			munmap(word, 4096);
 		}
 		if (fd >= 0)

@@ -23,15 +23,15 @@ static const struct barrierd_ext *ext;
 /* libbarrierd's need_ring(), for the global ns word. */
 static int need_ring(uint64_t t)
 {
-	uint64_t f = bench_ld64(&hdr->flags);
+	uint64_t f = bd_load(&hdr->flags);
 
 	if (!(f & BARRIERD_FEAT_DOORBELL))
 		return 0;
 	if (!(f & BARRIERD_FLAG_ARMED))
 		return 1;
 	for (uint64_t c = 0; c < hdr->ncpu; c++)
-		if (bench_ld64(&hdr->per_cpu[c].last_interrupt_ns) <= t &&
-		    bench_ld64(&ext->cpu[c].state) != BARRIERD_CPU_BUSY)
+		if (bd_load(&hdr->per_cpu[c].last_interrupt_ns) <= t &&
+		    bd_load(&ext->cpu[c].state) != BARRIERD_CPU_BUSY)
 			return 1;
 	return 0;
 }
@@ -73,18 +73,18 @@ int main(int argc, char **argv)
 		t = barrierd_stamp_ns(b);
 		guard = t + 5 * BENCH_SEC;
 		for (;;) {
-			uint32_t snap = bench_ld_low(&hdr->last_interrupt_ns);
+			uint32_t snap = bd_load_low(&hdr->last_interrupt_ns);
 			long r;
 
-			if (bench_ld64(&hdr->last_interrupt_ns) > t)
+			if (bd_load(&hdr->last_interrupt_ns) > t)
 				break;
 			if (need_ring(t))
 				bench_ring(&hdr->doorbell, &hdr->last_interrupt_ns, t);
-			if (bench_ld64(&hdr->last_interrupt_ns) > t)
+			if (bd_load(&hdr->last_interrupt_ns) > t)
 				break;
 			r = bench_futex_wait(&hdr->last_interrupt_ns, snap, 20 * BENCH_MS);
-			tw = bench_now();
-			if (r == 0 && bench_ld64(&hdr->last_interrupt_ns) > t) {
+			tw = bd_mono_ns();
+			if (r == 0 && bd_load(&hdr->last_interrupt_ns) > t) {
 				slept = 1;
 				break;
 			}
@@ -99,9 +99,9 @@ int main(int argc, char **argv)
 		}
 		/* The advance that woke us, unless another one came since (then skip the sample). */
 		do {
-			adv1 = bench_ld64(&ext->last_advance_ns);
-			cause = bench_ld64(&ext->last_advance_cause);
-			adv2 = bench_ld64(&ext->last_advance_ns);
+			adv1 = bd_load(&ext->last_advance_ns);
+			cause = bd_load(&ext->last_advance_cause);
+			adv2 = bd_load(&ext->last_advance_ns);
 		} while (adv1 != adv2);
 		if (adv1 > tw || adv1 <= t) {
 			later++;

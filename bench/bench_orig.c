@@ -3,7 +3,8 @@
  * bench_orig: barrier latency of a client that knows only the ORIGINAL barrierd layout (the
  * 128-byte header and 16-byte per-CPU entries: no doorbell, no extension, no libbarrierd),
  * interleaved call by call with membarrier(MEMBARRIER_CMD_GLOBAL).  Such a client is served by
- * the daemon's slow idle credit (BRIEF §6: p50 no slower than membarrier, p99 <= 20 ms).
+ * the daemon's slow idle credit (docs/PERFORMANCE.md's targets: p50 no slower than membarrier,
+ * p99 <= 20 ms).
  *
  *   bench_orig STATE_PATH ROUNDS CONDITION CSV
  *
@@ -21,14 +22,18 @@ struct orig_map {
 
 static int orig_barrier(const struct orig_map *m)
 {
-	uint64_t t = bench_fenced_now();
+	uint64_t t;
+
+	/* The original clients' stamp: MFENCE; LFENCE; CLOCK_MONOTONIC (DESIGN rule 5). */
+	bd_stamp_fence();
+	t = bd_mono_ns();
 
 	for (;;) {
-		uint32_t w = bench_ld_low(&m->last_interrupt_ns);
+		uint32_t w = bd_load_low(&m->last_interrupt_ns);
 
-		if (bench_ld64(&m->last_interrupt_ns) > t)
+		if (bd_load(&m->last_interrupt_ns) > t)
 			return 0;
-		if (bench_now() - t > 5 * BENCH_SEC)
+		if (bd_mono_ns() - t > 5 * BENCH_SEC)
 			return -ETIMEDOUT;
 		bench_futex_wait(&m->last_interrupt_ns, w, 50 * BENCH_MS);
 	}
@@ -45,7 +50,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: bench_orig STATE_PATH ROUNDS CONDITION CSV\n");
 		return 64;
 	}
-	m = bench_map_ro(argv[1], &size);
+	m = map_ro(argv[1], &size);
 	if (!m) {
 		fprintf(stderr, "bench_orig: cannot map %s: %s\n", argv[1], strerror(errno));
 		return 1;
@@ -54,22 +59,22 @@ int main(int argc, char **argv)
 	if (!csv)
 		return 1;
 	for (uint64_t i = 0; i < n; i++) {
-		uint64_t t0 = bench_now(), t1;
+		uint64_t t0 = bd_mono_ns(), t1;
 
 		if (orig_barrier(m)) {
 			fprintf(stderr, "bench_orig: round %llu: no barrier within 5 s\n",
 				(unsigned long long)i);
 			return 1;
 		}
-		t1 = bench_now();
+		t1 = bd_mono_ns();
 		fprintf(csv, "%s,original-layout,%llu,%llu\n", argv[3], (unsigned long long)i,
 			(unsigned long long)(t1 - t0));
-		t0 = bench_now();
+		t0 = bd_mono_ns();
 		if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0)) {
 			fprintf(stderr, "bench_orig: membarrier: %s\n", strerror(errno));
 			return 1;
 		}
-		t1 = bench_now();
+		t1 = bd_mono_ns();
 		fprintf(csv, "%s,membarrier-global,%llu,%llu\n", argv[3], (unsigned long long)i,
 			(unsigned long long)(t1 - t0));
 	}

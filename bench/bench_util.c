@@ -22,7 +22,7 @@ static uint64_t churn_end;
 static void *churn_thread(void *arg)
 {
 	bench_pin((int)(intptr_t)arg);
-	while (bench_now() < churn_end)
+	while (bd_mono_ns() < churn_end)
 		bench_sleep_ns(200000);
 	return NULL;
 }
@@ -35,7 +35,7 @@ static int churn(double secs)
 
 	if (sched_getaffinity(0, sizeof(cpus), &cpus))
 		return 1;
-	churn_end = bench_now() + (uint64_t)(secs * 1e9);
+	churn_end = bd_mono_ns() + (uint64_t)(secs * 1e9);
 	for (int c = 0; c < CPU_SETSIZE; c++)
 		if (CPU_ISSET(c, &cpus) && pthread_create(&th[n], NULL, churn_thread,
 							  (void *)(intptr_t)c) == 0)
@@ -48,7 +48,7 @@ static int churn(double secs)
 static int loop(const char *path, double secs, double rate)
 {
 	struct barrierd *b;
-	uint64_t t0 = bench_now(), end = t0 + (uint64_t)(secs * 1e9), n = 0, cap = 1 << 16;
+	uint64_t t0 = bd_mono_ns(), end = t0 + (uint64_t)(secs * 1e9), n = 0, cap = 1 << 16;
 	uint64_t *lat = malloc(cap * sizeof(*lat)), errors = 0;
 	int ret = barrierd_open(&b, path);
 
@@ -56,12 +56,12 @@ static int loop(const char *path, double secs, double rate)
 		fprintf(stderr, "bench_util loop: %s: %s\n", path, strerror(ret ? -ret : ENOMEM));
 		return 1;
 	}
-	while (bench_now() < end) {
+	while (bd_mono_ns() < end) {
 		uint64_t s;
 
 		if (rate > 0)
 			bench_sleep_until(t0 + (uint64_t)((double)n * 1e9 / rate));
-		s = bench_now();
+		s = bd_mono_ns();
 
 		ret = barrierd_barrier(b, 5 * (int64_t)BENCH_SEC);
 		if (ret) {
@@ -71,15 +71,15 @@ static int loop(const char *path, double secs, double rate)
 			 */
 			size_t sz;
 			const struct barrierd_header *h = barrierd_mapping(b, &sz);
-			uint64_t now = bench_now(), hb = bench_ld64(&h->heartbeat_ns);
+			uint64_t now = bd_mono_ns(), hb = bd_load(&h->heartbeat_ns);
 
 			fprintf(stderr,
-				"bench_util loop: barrier %llu: %s (flags %#llx, heartbeat %.1f ms old, "
-				"period %.0f ms)\n",
+				"bench_util loop: barrier %llu: %s (flags %#llx, heartbeat %.1f "
+				"ms old, period %.0f ms)\n",
 				(unsigned long long)n, strerror(-ret),
-				(unsigned long long)bench_ld64(&h->flags),
+				(unsigned long long)bd_load(&h->flags),
 				now > hb ? (double)(now - hb) / 1e6 : 0.0,
-				(double)bench_ld64(&h->heartbeat_period_ns) / 1e6);
+				(double)bd_load(&h->heartbeat_period_ns) / 1e6);
 			if (++errors > 100)
 				return 1;
 			continue;
@@ -92,12 +92,12 @@ static int loop(const char *path, double secs, double rate)
 			lat = nl;
 			cap *= 2;
 		}
-		lat[n++] = bench_now() - s;
+		lat[n++] = bd_mono_ns() - s;
 	}
-	qsort(lat, n, sizeof(*lat), bench_cmp_u64);
+	sort_u64(lat, n);
 	printf("loop barriers %llu seconds %.3f p50_us %.1f p99_us %.1f errors %llu\n",
-	       (unsigned long long)n, (double)(bench_now() - t0) / 1e9,
-	       (double)bench_pct(lat, n, 50) / 1e3, (double)bench_pct(lat, n, 99) / 1e3,
+	       (unsigned long long)n, (double)(bd_mono_ns() - t0) / 1e9,
+	       (double)percentile_u64(lat, n, 50) / 1e3, (double)percentile_u64(lat, n, 99) / 1e3,
 	       (unsigned long long)errors);
 	free(lat);
 	barrierd_close(b);

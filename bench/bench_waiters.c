@@ -56,15 +56,15 @@ static void *waiter_main(void *arg)
 				fprintf(stderr, "bench_waiters: barrierd_wait failed\n");
 		} else {
 			for (;;) {
-				uint32_t snap = bench_ld_low(&hdr->last_interrupt_ns);
+				uint32_t snap = bd_load_low(&hdr->last_interrupt_ns);
 
-				if (bench_ld64(&hdr->last_interrupt_ns) > t)
+				if (bd_load(&hdr->last_interrupt_ns) > t)
 					break;
 				bench_futex_wait(&hdr->last_interrupt_ns, snap, 500 * BENCH_MS);
 			}
 		}
-		me->tw = bench_now();
-		me->adv = bench_ld64(&ext->last_advance_ns);
+		me->tw = bd_mono_ns();
+		me->adv = bd_load(&ext->last_advance_ns);
 		if (__atomic_add_fetch(&done, 1, __ATOMIC_ACQ_REL) == nthreads)
 			syscall(SYS_futex, &done, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	}
@@ -78,14 +78,14 @@ static void release(void)
 
 static int wait_done(void)
 {
-	uint64_t guard = bench_now() + 20 * BENCH_SEC;
+	uint64_t guard = bd_mono_ns() + 20 * BENCH_SEC;
 	uint32_t d;
 
 	while ((d = __atomic_load_n(&done, __ATOMIC_ACQUIRE)) < nthreads) {
 		struct timespec ts = {0, 10 * 1000000L};
 
 		syscall(SYS_futex, &done, FUTEX_WAIT_PRIVATE, d, &ts, NULL, 0);
-		if (bench_now() > guard)
+		if (bd_mono_ns() > guard)
 			return -ETIMEDOUT;
 	}
 	return 0;
@@ -136,7 +136,7 @@ int main(int argc, char **argv)
 			__atomic_store_n(&target, start, __ATOMIC_RELEASE);
 			release();
 		} else {
-			uint64_t t = bench_now() + 20 * BENCH_MS + 50000ULL * nthreads;
+			uint64_t t = bd_mono_ns() + 20 * BENCH_MS + 50000ULL * nthreads;
 
 			__atomic_store_n(&target, t, __ATOMIC_RELEASE);
 			release();
@@ -148,9 +148,9 @@ int main(int argc, char **argv)
 			do {
 				bench_sleep_ns(BENCH_MS);
 				blocked = bench_futex_count(&hdr->last_interrupt_ns);
-			} while (blocked < (long)nthreads && bench_now() < t);
+			} while (blocked < (long)nthreads && bd_mono_ns() < t);
 			bench_sleep_until(t + 20000);
-			start = bench_now();
+			start = bd_mono_ns();
 			bench_ring(&hdr->doorbell, &hdr->last_interrupt_ns, t);
 		}
 		if (wait_done()) {

@@ -5,8 +5,8 @@
 #
 # Writes, in RESULTS_DIR: latency.md, notify.md, ipi.md, waiters.md, daemon_cpu.md, getpid.md,
 # bpf_cost.md, cpu_scaling.md (one table per measurement, with the summary CSVs beside them),
-# summary.md (BRIEF §6 targets against the figures) and plots/*.png (gnuplot; skipped with a note
-# when gnuplot is missing).  Needs only the CSVs: it can be re-run on old results.
+# summary.md (the targets of docs/PERFORMANCE.md section 2 against the figures) and plots/*.png
+# (gnuplot; skipped with a note when gnuplot is missing).  Needs only the CSVs: it can be re-run on old results.
 set -euo pipefail
 
 [ $# -eq 1 ] && [ -d "$1" ] || {
@@ -359,7 +359,7 @@ if [ -s bpf_cost.csv ]; then
 		echo "tracepoint; never both. Workload: a thread per CPU sleeping 200 µs in a loop. The daemon had"
 		echo "no waiter (disarmed), so no program signalled the ring buffer. ns per hit over all windows"
 		echo "(per-window range in parentheses). Target: within 25 % of the baseline. *xchg baseline*:"
-		echo "the baseline with its store made an exchange (\`baseline_xchg\`), the locked instruction rule 1"
+		echo "the baseline with its store made an exchange (\`baseline_xchg\`), the locked instruction DESIGN rule 1"
 		echo "requires; the last column is the daemon's program against it."
 		echo
 		echo "| tracepoint | program | hits | ns/hit | baseline ns/hit | ratio | within 25 % | xchg baseline ns/hit | ratio to it |"
@@ -453,7 +453,7 @@ ok() { # awk condition on a b
 	echo
 	[ -f machine.txt ] && sed 's/^/    /' machine.txt
 	echo
-	echo "| what | target (BRIEF §6) | measured | verdict |"
+	echo "| what | target (docs/PERFORMANCE.md §2) | measured | verdict |"
 	echo "|---|---|---|---|"
 	if [ -s latency.csv ]; then
 		lp50=$(v lat_loaded_bd_p50) lp99=$(v lat_loaded_bd_p99)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# barrierd's benchmark harness: every BRIEF §6 measurement, side by side in one run.
+# barrierd's benchmark harness: every measurement of docs/PERFORMANCE.md (section 2 lists the
+# targets), side by side in one run.
 #
 #   sudo bench/run.sh [BUILD_DIR]          (default ./build; builds nothing itself)
 #
@@ -390,22 +391,24 @@ flood_with_waiter() { # SECONDS
 	sed 's/^loop/waiter/' "$tmp/flood_loop.out"
 }
 
+# The daemon's CPU under condition COND, once it is disarmed: no waiter for NOWAIT_SECONDS, then
+# a waiter doing 100 barriers/s and one calling back to back, SECONDS each.
+cond_windows() { # COND NOWAIT_SECONDS SECONDS
+	wait_disarmed
+	sleep 1
+	cpu_window "$1-no-waiters" "$2" 1000
+	cpu_window "$1-waiter-100/s" "$3" 1000 "$build/bench/bench_util" loop "$state" "$3" 100
+	cpu_window "$1-waiter-loop" "$3" 1000 "$build/bench/bench_util" loop "$state" "$3"
+}
+
 if want 4; then
 	echo "window,max_credit_rate,t0_ns,t1_ns,cpu0_ns,cpu1_ns,passes,credit_passes,rings,machine_busy_pct,machine_steal_pct,signals,events,client" \
 		>"$out/daemon_cpu.csv"
 	cp "$build/bench/bench_flood" "$tmp/bench_flood"
 	chmod 0755 "$tmp/bench_flood"
-	wait_disarmed
-	sleep 1
-	cpu_window idle-no-waiters "$(scale 60 10)" 1000
-	cpu_window idle-waiter-100/s "$(scale 15 5)" 1000 "$build/bench/bench_util" loop "$state" "$(scale 15 5)" 100
-	cpu_window idle-waiter-loop "$(scale 15 5)" 1000 "$build/bench/bench_util" loop "$state" "$(scale 15 5)"
+	cond_windows idle "$(scale 60 10)" "$(scale 15 5)"
 	start_spinners
-	wait_disarmed
-	sleep 1
-	cpu_window loaded-no-waiters "$(scale 15 5)" 1000
-	cpu_window loaded-waiter-100/s "$(scale 15 5)" 1000 "$build/bench/bench_util" loop "$state" "$(scale 15 5)" 100
-	cpu_window loaded-waiter-loop "$(scale 15 5)" 1000 "$build/bench/bench_util" loop "$state" "$(scale 15 5)"
+	cond_windows loaded "$(scale 15 5)" "$(scale 15 5)"
 	stop_spinners
 	# Many events instead of busy CPUs: a thread per CPU sleeping 200 us in a loop.
 	"$build/bench/bench_util" churn 100000 &

@@ -1,5 +1,6 @@
 # bpf_object(NAME SOURCE [SKELETON_NAME name])
-# Compiles SOURCE with clang for the BPF target and generates NAME.skel.h with bpftool.
+# Compiles SOURCE with clang for the BPF target (bpf/ on the include path, as for C targets) and
+# generates NAME.skel.h with bpftool.
 # Defines the interface target NAME_skel that adds the skeleton's directory to includes.
 find_program(BPF_CLANG NAMES clang clang-16 clang-15 clang-14 REQUIRED)
 find_program(BPFTOOL NAMES bpftool PATHS /usr/sbin /sbin REQUIRED)
@@ -22,7 +23,8 @@ function(bpf_object name source)
     OUTPUT ${obj}
     COMMAND ${CMAKE_COMMAND} -E make_directory ${out_dir}
     COMMAND ${BPF_CLANG} -target bpf -g -O2 -mcpu=v3 -D__TARGET_ARCH_x86 -Wall -Werror
-            -I${CMAKE_CURRENT_SOURCE_DIR} ${arch_inc} -c ${CMAKE_CURRENT_SOURCE_DIR}/${source}
+            -I${CMAKE_CURRENT_SOURCE_DIR} -I${PROJECT_SOURCE_DIR}/bpf ${arch_inc}
+            -c ${CMAKE_CURRENT_SOURCE_DIR}/${source}
             -o ${obj}
     DEPENDS ${source} ${B_DEPENDS}
     COMMENT "BPF ${source}"

@@ -2,10 +2,10 @@
 /*
  * barrierctl - the command-line tool of barrierd: status, watch, wait and bench.
  *
- * main.c parses the command line and runs wait; status.c takes snapshots of
- * the state file and renders them (status, watch); bench.c runs bench.  Everything
- * reads the file through libbarrierd: barrierd_open() does the trust and structure checks and
- * barrierd_mapping() gives the validated read-only mapping.
+ * One file per command (status.c, watch.c, wait.c, bench.c), each calling only the shared
+ * pieces in common.c, which this header declares; main.c parses the command line and
+ * dispatches.  Everything reads the state file through libbarrierd: barrierd_open() does the
+ * trust and structure checks and barrierd_mapping() gives the validated read-only mapping.
  */
 #ifndef BARRIERCTL_H
 #define BARRIERCTL_H
@@ -29,19 +29,7 @@
 #define BCTL_MS 1000000ULL
 #define BCTL_SEC 1000000000ULL
 
-/* bench methods, in the order they are listed, run and printed. */
-enum bctl_method {
-	BCTL_M_BARRIERD,
-	BCTL_M_VTIME,
-	BCTL_M_MEMBARRIER_GLOBAL,
-	BCTL_M_PRIVATE_EXPEDITED,
-	BCTL_M_MPROTECT,
-	BCTL_M_GLOBAL_EXPEDITED,
-	BCTL_M_COUNT,
-};
-
-extern const char *const bctl_method_names[BCTL_M_COUNT];
-
+/* The command line, parsed by main.c. */
 struct bctl_opts {
 	const char *state; /* NULL: $BARRIERD_STATE, then the default path (as libbarrierd) */
 	bool trusted_uid_set;
@@ -52,15 +40,19 @@ struct bctl_opts {
 	uint64_t interval_ns;
 	uint64_t count; /* watch: 0 = until a signal */
 	uint64_t rounds;
-	unsigned methods; /* bench: bit per enum bctl_method; 0 = all */
+	unsigned methods; /* bench: bit per enum barrier_method (barrier_method.h); 0 = all */
 	bool load;
 	const char *csv;
 };
+
+/* ---- signals (common.c) ---- */
 
 /* Set by the SIGINT/SIGTERM handler: the signal number that asked us to stop. */
 extern volatile sig_atomic_t bctl_stop_signal;
 /* Install that handler for SIGINT and SIGTERM (without SA_RESTART).  0 or -errno. */
 int bctl_catch_stop_signals(void);
+
+/* ---- the state file (common.c) ---- */
 
 /* The state path barrierd_open() will use, for messages. */
 const char *bctl_state_path(const struct bctl_opts *o);
@@ -69,7 +61,7 @@ int bctl_open(const struct bctl_opts *o, struct barrierd **b);
 /* One line (no newline) saying why barrierd_open() refused the file. */
 const char *bctl_open_error(int err);
 
-/* ---- snapshots (status.c) ---- */
+/* ---- snapshots (common.c) ---- */
 
 struct bctl_cpu {
 	uint64_t ns, vtime;
@@ -98,23 +90,54 @@ struct bctl_snapshot {
 	struct bctl_cpu *cpu; /* ncpu entries */
 };
 
+/* Load every field of an open file once, the clock last.  0 (free *s) or -errno. */
 int bctl_snapshot_take(struct barrierd *b, const char *path, struct bctl_snapshot *s);
 void bctl_snapshot_free(struct bctl_snapshot *s);
+/*
+ * For status and watch: open the file, ask a live daemon for a fresh pass, snapshot, close.
+ * 0 with *s to free, or -errno, reported on stderr as "barrierctl: CMD: ...".
+ */
+int bctl_snapshot_fresh(const struct bctl_opts *o, const char *cmd, struct bctl_snapshot *s);
+
+/* Now - t, never negative: an age on the snapshot's clock. */
+static inline uint64_t bctl_age(const struct bctl_snapshot *s, uint64_t t)
+{
+	return s->now_ns > t ? s->now_ns - t : 0;
+}
+
+static inline double bctl_ms(uint64_t ns)
+{
+	return (double)ns / 1e6;
+}
+
+/* ---- judging a snapshot (common.c) ---- */
+
 /* The heartbeat period the liveness check uses (lib/liveness.c's substitute for nonsense). */
 uint64_t bctl_effective_period(const struct bctl_snapshot *s);
 enum bctl_health bctl_daemon_health(const struct bctl_snapshot *s);
 /* How far the CPU's value is behind the freshest per-CPU value: what "lagging" judges. */
 uint64_t bctl_behind_ns(const struct bctl_snapshot *s, uint64_t cpu);
+/* How far the CPU's vtime is behind the global vtime. */
+uint64_t bctl_vtime_lag(const struct bctl_snapshot *s, uint64_t cpu);
 bool bctl_cpu_lagging(const struct bctl_snapshot *s, uint64_t cpu, uint64_t threshold_ns);
+uint64_t bctl_lagging_count(const struct bctl_snapshot *s, uint64_t threshold_ns);
 enum bctl_health bctl_health(const struct bctl_snapshot *s, uint64_t threshold_ns);
 int bctl_health_exit_code(enum bctl_health h);
-const char *bctl_state_name(uint64_t state);
-void bctl_render_text(FILE *f, const struct bctl_snapshot *s, uint64_t threshold_ns);
-void bctl_render_json(FILE *f, const struct bctl_snapshot *s, uint64_t threshold_ns);
 
-/* Subcommands: each returns the process's exit code. */
-int bctl_cmd_status(const struct bctl_opts *o);
-int bctl_cmd_watch(const struct bctl_opts *o);
-int bctl_cmd_bench(const struct bctl_opts *o);
+/* ---- names and formats shared by the commands (common.c) ---- */
+
+const char *bctl_health_name(enum bctl_health h);
+const char *bctl_state_name(uint64_t state);
+/* The boot id in its /proc form, 8-4-4-4-12 hex digits. */
+void bctl_format_boot_id(const uint8_t id[16], char out[37]);
+/* The status table: what status prints without --json and what watch refreshes. */
+void bctl_render_text(FILE *f, const struct bctl_snapshot *s, uint64_t threshold_ns);
+
+/* ---- the commands: each returns the process's exit code ---- */
+
+int bctl_cmd_status(const struct bctl_opts *o); /* status.c */
+int bctl_cmd_watch(const struct bctl_opts *o);	/* watch.c */
+int bctl_cmd_wait(const struct bctl_opts *o);	/* wait.c */
+int bctl_cmd_bench(const struct bctl_opts *o);	/* bench.c */
 
 #endif

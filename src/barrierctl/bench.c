@@ -4,38 +4,29 @@
  * the methods interleaved round-robin in one process so that they share the machine's
  * conditions (frequency, load, other tenants) sample by sample.
  *
- * Two methods only measure something when other CPUs run this process's threads:
- * PRIVATE_EXPEDITED interrupts just those CPUs, and the mprotect trick's TLB shootdown goes
- * to the CPUs whose TLBs may hold the page.  So a sibling thread sits pinned on every other
- * CPU; it spins (or keeps reading the page) during its method's samples and parks on a futex
+ * The methods and the switch that calls them are src/common/barrier_method.c (shared with
+ * bench/bench_ipi).  PRIVATE_EXPEDITED and the mprotect trick need this process's threads on
+ * the other CPUs: a sibling thread (src/common/siblings.c) sits pinned on every other CPU; it
+ * spins (or keeps reading the page) during its method's samples and parks on a futex
  * otherwise, so that the rows of the other methods see idle CPUs.
  */
+#include "barrier_method.h"
 #include "barrierctl.h"
+#include "bd_sync.h"
+#include "percentile.h"
 #include "proc_interrupts.h"
+#include "siblings.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <linux/futex.h>
 #include <linux/membarrier.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-
-#define BARRIER_TIMEOUT_NS (5 * (int64_t)BCTL_SEC) /* a barrierd call that takes longer failed */
-#define SIBLING_HANG_GUARD_NS (10 * BCTL_SEC)
-
-
-/* What the siblings do; the futex word holds (generation << 2) | kind. */
-enum sib_kind { SIB_PARK, SIB_SPIN, SIB_TOUCH, SIB_EXIT };
 
 enum method_status { M_UNUSED, M_RUNNING, M_UNAVAILABLE, M_FAILED };
 
@@ -49,18 +40,11 @@ struct method {
 
 struct bench {
 	const struct bctl_opts *o;
-	struct barrierd *b;
-	struct method m[BCTL_M_COUNT];
+	struct barrier_method_ctx ctx; /* the state file (barrierd, vtime), the mprotect page */
+	struct method m[BM_COUNT];
 	cpu_set_t allowed;
 	int caller_cpu;
-
-	/* siblings */
-	pthread_t *threads;
-	int nsib, started;
-	uint32_t mode; /* futex word (private: only this process's threads wait on it) */
-	uint32_t acks; /* siblings that have seen the current mode */
-	volatile unsigned char *page;
-	size_t page_size;
+	struct siblings sib; /* one on every allowed CPU but the caller's */
 
 	/* --load */
 	pid_t *spinners;
@@ -70,167 +54,30 @@ struct bench {
 	struct proc_interrupts irqs;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * BCTL_SEC + (uint64_t)ts.tv_nsec;
-}
-
-static int do_membarrier(int cmd)
-{
-	return syscall(SYS_membarrier, cmd, 0, 0) < 0 ? -errno : 0;
-}
-
 static void unavailable(struct method *m, const char *what, int err, const char *suffix)
 {
 	m->status = M_UNAVAILABLE;
 	snprintf(m->why, sizeof(m->why), "%s: %s%s", what, strerror(-err), suffix);
 }
 
-/* ---- /proc/interrupts ---- */
-
-/*
- * Sum the CAL, RES, IWI and TLB rows over every CPU column.  0, or -errno when the file cannot
- * be read (the IPI columns then say n/a).
- */
-static int read_ipis(struct bench *bn, uint64_t out[IPI_KINDS])
-{
-	return proc_interrupts_sum(&bn->irqs, out);
-}
-
 /* ---- siblings ---- */
 
-static void *sibling_main(void *arg)
-{
-	struct bench *bn = arg;
-	uint32_t seen = UINT32_MAX;
-
-	for (;;) {
-		uint32_t m = __atomic_load_n(&bn->mode, __ATOMIC_ACQUIRE);
-
-		if (m != seen) {
-			seen = m;
-			__atomic_add_fetch(&bn->acks, 1, __ATOMIC_ACQ_REL);
-		}
-		switch ((enum sib_kind)(m & 3)) {
-		case SIB_EXIT:
-			return NULL;
-		case SIB_PARK:
-			/* Sleep, so that this CPU is idle for every method that is not ours. */
-			syscall(SYS_futex, &bn->mode, FUTEX_WAIT_PRIVATE, m, NULL, NULL, 0);
-			break;
-		case SIB_SPIN:
-			/*
-			 * No PAUSE in these loops: under a hypervisor, PAUSE loops cause
-			 * pause-loop exits and the host may deschedule the vCPU, so the IPI
-			 * would wait for the host's scheduler (measured: p90 of 8 ms instead
-			 * of 21 us for PRIVATE_EXPEDITED on this 2-vCPU VM).
-			 */
-			while (__atomic_load_n(&bn->mode, __ATOMIC_ACQUIRE) == m)
-				;
-			break;
-		case SIB_TOUCH:
-			/* Keep the page in this CPU's TLB, so that mprotect has to shoot it down.
-			 */
-			while (__atomic_load_n(&bn->mode, __ATOMIC_ACQUIRE) == m) {
-				(void)bn->page[0];
-			}
-			break;
-		}
-	}
-}
-
-/*
- * Switch the siblings to another kind of work and wait until each has seen it: a spinning
- * method is then measured with every sibling running, and the wake-up IPIs have landed
- * before the sample's first /proc/interrupts reading.
- */
-static int set_mode(struct bench *bn, enum sib_kind kind)
-{
-	uint32_t cur = __atomic_load_n(&bn->mode, __ATOMIC_RELAXED);
-	uint64_t start;
-
-	if (bn->started == 0 || (enum sib_kind)(cur & 3) == kind)
-		return 0;
-	__atomic_store_n(&bn->acks, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&bn->mode, ((cur >> 2) + 1) << 2 | kind, __ATOMIC_RELEASE);
-	syscall(SYS_futex, &bn->mode, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
-	if (kind == SIB_EXIT)
-		return 0;
-	start = now_ns();
-	for (int i = 0; __atomic_load_n(&bn->acks, __ATOMIC_ACQUIRE) < (uint32_t)bn->started; i++) {
-		if (i < 1000) {
-			__builtin_ia32_pause();
-			continue;
-		}
-		if (now_ns() - start > SIBLING_HANG_GUARD_NS)
-			return -ETIMEDOUT;
-		sched_yield();
-	}
-	return 0;
-}
-
+/* The page for the mprotect trick, then a sibling on every allowed CPU but the caller's. */
 static int start_siblings(struct bench *bn)
 {
-	long ps = sysconf(_SC_PAGESIZE);
-	void *page;
+	cpu_set_t others = bn->allowed;
+	int ret = barrier_method_map_page(&bn->ctx);
 
-	bn->page_size = ps > 0 ? (size_t)ps : 4096;
-	page = mmap(NULL, bn->page_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		    -1, 0);
-	if (page == MAP_FAILED)
-		return -errno;
-	bn->page = page;
-	bn->page[0] = 1;
-	/* Resident for the run, so the trick never takes a page fault instead of a flush. */
-	(void)mlock(page, bn->page_size);
-
-	bn->nsib = CPU_COUNT(&bn->allowed) - 1;
-	if (bn->nsib <= 0)
-		return 0;
-	bn->threads = calloc((size_t)bn->nsib, sizeof(*bn->threads));
-	if (!bn->threads)
-		return -ENOMEM;
-	for (int cpu = 0, i = 0; cpu < CPU_SETSIZE && i < bn->nsib; cpu++) {
-		pthread_attr_t attr;
-		cpu_set_t one;
-		int err;
-
-		if (!CPU_ISSET(cpu, &bn->allowed) || cpu == bn->caller_cpu)
-			continue;
-		CPU_ZERO(&one);
-		CPU_SET(cpu, &one);
-		pthread_attr_init(&attr);
-		pthread_attr_setaffinity_np(&attr, sizeof(one), &one);
-		pthread_attr_setstacksize(&attr, 64 * 1024);
-		err = pthread_create(&bn->threads[i], &attr, sibling_main, bn);
-		pthread_attr_destroy(&attr);
-		if (err)
-			return -err;
-		bn->started = ++i;
-	}
-	/* Every sibling has reached the parked mode: pinned, and about to sleep. */
-	for (uint64_t start = now_ns();
-	     __atomic_load_n(&bn->acks, __ATOMIC_ACQUIRE) < (uint32_t)bn->started;) {
-		if (now_ns() - start > SIBLING_HANG_GUARD_NS)
-			return -ETIMEDOUT;
-		sched_yield();
-	}
-	return 0;
+	if (ret)
+		return ret;
+	CPU_CLR(bn->caller_cpu, &others);
+	return siblings_start(&bn->sib, &others, bn->ctx.page);
 }
 
 static void stop_siblings(struct bench *bn)
 {
-	if (bn->started) {
-		set_mode(bn, SIB_EXIT);
-		for (int i = 0; i < bn->started; i++)
-			pthread_join(bn->threads[i], NULL);
-	}
-	free(bn->threads);
-	if (bn->page)
-		munmap((void *)bn->page, bn->page_size);
+	siblings_stop(&bn->sib);
+	barrier_method_unmap_page(&bn->ctx);
 }
 
 /* ---- --load ---- */
@@ -266,7 +113,7 @@ static int start_spinners(struct bench *bn, bool register_global)
 			setpriority(PRIO_PROCESS, 0, 19);
 			/* Registered, GLOBAL_EXPEDITED covers the load; see the row's label. */
 			if (register_global)
-				do_membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED);
+				membarrier_call(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED);
 			/* Plain user work; PAUSE could let a hypervisor deschedule the vCPU. */
 			for (volatile unsigned long x = 0;; x++)
 				;
@@ -287,39 +134,11 @@ static void stop_spinners(struct bench *bn)
 
 /* ---- the methods ---- */
 
-static int call_method(struct bench *bn, int m)
-{
-	switch (m) {
-	case BCTL_M_BARRIERD:
-		return barrierd_barrier(bn->b, BARRIER_TIMEOUT_NS);
-	case BCTL_M_VTIME:
-		return barrierd_wait_vtime(bn->b, barrierd_stamp_vtime(bn->b), BARRIER_TIMEOUT_NS);
-	case BCTL_M_MEMBARRIER_GLOBAL:
-		return do_membarrier(MEMBARRIER_CMD_GLOBAL);
-	case BCTL_M_PRIVATE_EXPEDITED:
-		return do_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
-	case BCTL_M_MPROTECT:
-		/*
-		 * Make the page writable and dirty it (so the mapping is present), then take the
-		 * write permission away: the kernel must flush the page from every TLB that may
-		 * hold it, with an IPI to each CPU running this mm, and wait for them all.
-		 */
-		if (mprotect((void *)bn->page, bn->page_size, PROT_READ | PROT_WRITE))
-			return -errno;
-		bn->page[0]++;
-		if (mprotect((void *)bn->page, bn->page_size, PROT_READ))
-			return -errno;
-		return 0;
-	default:
-		return do_membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED);
-	}
-}
-
 static enum sib_kind sibling_work(int m)
 {
-	if (m == BCTL_M_PRIVATE_EXPEDITED)
+	if (m == BM_PRIVATE_EXPEDITED)
 		return SIB_SPIN;
-	if (m == BCTL_M_MPROTECT)
+	if (m == BM_MPROTECT)
 		return SIB_TOUCH;
 	return SIB_PARK;
 }
@@ -336,27 +155,27 @@ static int prepare_methods(struct bench *bn)
 		int m, cmd, reg;
 		const char *name, *reg_name;
 	} mb[] = {
-		{BCTL_M_MEMBARRIER_GLOBAL, MEMBARRIER_CMD_GLOBAL, 0, "MEMBARRIER_CMD_GLOBAL", NULL},
-		{BCTL_M_PRIVATE_EXPEDITED, MEMBARRIER_CMD_PRIVATE_EXPEDITED,
+	    {BM_MEMBARRIER_GLOBAL, MEMBARRIER_CMD_GLOBAL, 0, "MEMBARRIER_CMD_GLOBAL", NULL},
+	    {BM_PRIVATE_EXPEDITED, MEMBARRIER_CMD_PRIVATE_EXPEDITED,
 	     MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, "MEMBARRIER_CMD_PRIVATE_EXPEDITED",
 	     "MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED"},
-		{BCTL_M_GLOBAL_EXPEDITED, MEMBARRIER_CMD_GLOBAL_EXPEDITED,
+	    {BM_GLOBAL_EXPEDITED, MEMBARRIER_CMD_GLOBAL_EXPEDITED,
 	     MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, "MEMBARRIER_CMD_GLOBAL_EXPEDITED",
 	     "MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED"},
 	};
 	const char *path = bctl_state_path(bn->o);
 	int code = BCTL_EXIT_OK, query, ret;
 
-	if (bn->m[BCTL_M_BARRIERD].status == M_RUNNING || bn->m[BCTL_M_VTIME].status == M_RUNNING) {
+	if (bn->m[BM_BARRIERD].status == M_RUNNING || bn->m[BM_VTIME].status == M_RUNNING) {
 		char why[sizeof(bn->m[0].why)];
 		struct bctl_snapshot s;
 
 		why[0] = 0;
-		ret = bctl_open(bn->o, &bn->b);
+		ret = bctl_open(bn->o, &bn->ctx.b);
 		if (ret) {
 			snprintf(why, sizeof(why), "cannot use %s: %s", path, bctl_open_error(ret));
 			code = BCTL_EXIT_UNUSABLE;
-		} else if ((ret = bctl_snapshot_take(bn->b, path, &s)) != 0) {
+		} else if ((ret = bctl_snapshot_take(bn->ctx.b, path, &s)) != 0) {
 			snprintf(why, sizeof(why), "cannot read %s: %s", path, strerror(-ret));
 			code = BCTL_EXIT_UNUSABLE;
 		} else {
@@ -368,7 +187,7 @@ static int prepare_methods(struct bench *bn)
 			}
 			bctl_snapshot_free(&s);
 		}
-		for (int m = BCTL_M_BARRIERD; m <= BCTL_M_VTIME && why[0]; m++) {
+		for (int m = BM_BARRIERD; m <= BM_VTIME && why[0]; m++) {
 			if (bn->m[m].status != M_RUNNING)
 				continue;
 			bn->m[m].status = M_UNAVAILABLE;
@@ -386,24 +205,24 @@ static int prepare_methods(struct bench *bn)
 			unavailable(m, "membarrier", -errno, "");
 		else if (!(query & mb[i].cmd))
 			unavailable(m, mb[i].name, -EINVAL, " (not in MEMBARRIER_CMD_QUERY)");
-		else if (mb[i].reg && (ret = do_membarrier(mb[i].reg)) != 0)
+		else if (mb[i].reg && (ret = membarrier_call(mb[i].reg)) != 0)
 			unavailable(m, mb[i].reg_name, ret, "");
 	}
-	if (bn->m[BCTL_M_MPROTECT].status == M_RUNNING && !bn->page)
-		unavailable(&bn->m[BCTL_M_MPROTECT], "mmap", -ENOMEM, "");
+	if (bn->m[BM_MPROTECT].status == M_RUNNING && !bn->ctx.page)
+		unavailable(&bn->m[BM_MPROTECT], "mmap", -ENOMEM, "");
 
-	for (int i = 0; i < BCTL_M_COUNT; i++) {
+	for (int i = 0; i < BM_COUNT; i++) {
 		if (bn->m[i].status != M_RUNNING)
 			continue;
-		if ((ret = set_mode(bn, sibling_work(i))) != 0) {
+		if ((ret = siblings_set(&bn->sib, sibling_work(i))) != 0) {
 			bn->m[i].status = M_FAILED;
 			snprintf(bn->m[i].why, sizeof(bn->m[i].why),
 				 "the sibling threads did not respond: %s", strerror(-ret));
 			continue;
 		}
-		ret = call_method(bn, i);
-		if (ret && i >= BCTL_M_MEMBARRIER_GLOBAL) {
-			unavailable(&bn->m[i], bctl_method_names[i], ret, " (first call)");
+		ret = barrier_method_call(&bn->ctx, i);
+		if (ret && i >= BM_MEMBARRIER_GLOBAL) {
+			unavailable(&bn->m[i], barrier_method_names[i], ret, " (first call)");
 		} else if (ret) {
 			bn->m[i].status = M_FAILED;
 			snprintf(bn->m[i].why, sizeof(bn->m[i].why), "first call failed: %s",
@@ -415,26 +234,11 @@ static int prepare_methods(struct bench *bn)
 
 /* ---- results ---- */
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile of sorted values: the smallest value with p % at or below it. */
-static uint64_t percentile(const uint64_t *sorted, uint64_t n, unsigned p)
-{
-	uint64_t rank = (n * p + 99) / 100;
-
-	return sorted[rank ? rank - 1 : 0];
-}
-
 static const char *row_note(const struct bench *bn, int m)
 {
-	if ((m == BCTL_M_PRIVATE_EXPEDITED || m == BCTL_M_MPROTECT) && bn->started == 0)
+	if ((m == BM_PRIVATE_EXPEDITED || m == BM_MPROTECT) && bn->sib.started == 0)
 		return "  (no other CPU to interrupt: measures nothing)";
-	if (m != BCTL_M_GLOBAL_EXPEDITED)
+	if (m != BM_GLOBAL_EXPEDITED)
 		return "";
 	return bn->nspin ? "  (load spinners registered; not a global barrier for unregistered "
 			   "processes)"
@@ -446,26 +250,26 @@ static void print_results(struct bench *bn, bool ipi_ok, uint64_t rounds_done)
 	char sibs[128] = "";
 	size_t used = 0;
 
-	for (int cpu = 0; cpu < CPU_SETSIZE && bn->started && used < sizeof(sibs) - 16; cpu++)
+	for (int cpu = 0; cpu < CPU_SETSIZE && bn->sib.started && used < sizeof(sibs) - 16; cpu++)
 		if (CPU_ISSET(cpu, &bn->allowed) && cpu != bn->caller_cpu)
 			used += (size_t)snprintf(sibs + used, sizeof(sibs) - used, "%s%d",
 						 used ? "," : "", cpu);
 	printf("barrierctl bench: %llu of %llu rounds, methods interleaved round-robin; caller on "
 	       "CPU %d, %s%s; %s\n",
 	       (unsigned long long)rounds_done, (unsigned long long)bn->o->rounds, bn->caller_cpu,
-	       bn->started ? "sibling threads on CPU " : "no sibling threads", sibs,
+	       bn->sib.started ? "sibling threads on CPU " : "no sibling threads", sibs,
 	       bn->nspin ? "loaded (a nice-19 spinner on every CPU)" : "no load");
 	printf("%-18s %7s %10s %10s %10s %10s %10s %9s %9s %9s %9s\n", "method", "calls", "min_us",
 	       "p50_us", "p90_us", "p99_us", "max_us", "CAL/call", "RES/call", "IWI/call",
 	       "TLB/call");
-	for (int i = 0; i < BCTL_M_COUNT; i++) {
+	for (int i = 0; i < BM_COUNT; i++) {
 		struct method *m = &bn->m[i];
 		uint64_t *v, sum[IPI_KINDS] = {0};
 
 		if (m->status == M_UNUSED)
 			continue;
 		if (m->status == M_UNAVAILABLE || m->done == 0) {
-			printf("%-18s %s: %s\n", bctl_method_names[i],
+			printf("%-18s %s: %s\n", barrier_method_names[i],
 			       m->status == M_UNAVAILABLE ? "unavailable"
 			       : m->status == M_FAILED	  ? "failed"
 							  : "not measured",
@@ -474,16 +278,16 @@ static void print_results(struct bench *bn, bool ipi_ok, uint64_t rounds_done)
 		}
 		v = malloc(m->done * sizeof(*v));
 		if (!v) {
-			printf("%-18s out of memory\n", bctl_method_names[i]);
+			printf("%-18s out of memory\n", barrier_method_names[i]);
 			continue;
 		}
 		memcpy(v, m->lat, m->done * sizeof(*v));
-		qsort(v, m->done, sizeof(*v), cmp_u64);
-		printf("%-18s %7llu %10.1f %10.1f %10.1f %10.1f %10.1f", bctl_method_names[i],
+		sort_u64(v, m->done);
+		printf("%-18s %7llu %10.1f %10.1f %10.1f %10.1f %10.1f", barrier_method_names[i],
 		       (unsigned long long)m->done, (double)v[0] / 1e3,
-		       (double)percentile(v, m->done, 50) / 1e3,
-		       (double)percentile(v, m->done, 90) / 1e3,
-		       (double)percentile(v, m->done, 99) / 1e3, (double)v[m->done - 1] / 1e3);
+		       (double)percentile_u64(v, m->done, 50) / 1e3,
+		       (double)percentile_u64(v, m->done, 90) / 1e3,
+		       (double)percentile_u64(v, m->done, 99) / 1e3, (double)v[m->done - 1] / 1e3);
 		free(v);
 		for (uint64_t s = 0; s < m->done; s++)
 			for (int k = 0; k < IPI_KINDS; k++)
@@ -508,12 +312,12 @@ static int write_csv(struct bench *bn, FILE *f)
 	fprintf(f, "method,index,latency_ns,cal,res,iwi,tlb\n");
 	/* Chronological: round by round, in the order the methods ran. */
 	for (uint64_t r = 0; r < bn->o->rounds; r++) {
-		for (int i = 0; i < BCTL_M_COUNT; i++) {
+		for (int i = 0; i < BM_COUNT; i++) {
 			struct method *m = &bn->m[i];
 
 			if (r >= m->done)
 				continue;
-			fprintf(f, "%s,%llu,%llu,%llu,%llu,%llu,%llu\n", bctl_method_names[i],
+			fprintf(f, "%s,%llu,%llu,%llu,%llu,%llu,%llu\n", barrier_method_names[i],
 				(unsigned long long)r, (unsigned long long)m->lat[r],
 				(unsigned long long)m->ipi[r][IPI_CAL],
 				(unsigned long long)m->ipi[r][IPI_RES],
@@ -530,12 +334,12 @@ static int write_csv(struct bench *bn, FILE *f)
 
 static void bench_free(struct bench *bn)
 {
-	for (int i = 0; i < BCTL_M_COUNT; i++) {
+	for (int i = 0; i < BM_COUNT; i++) {
 		free(bn->m[i].lat);
 		free(bn->m[i].ipi);
 	}
 	proc_interrupts_close(&bn->irqs);
-	barrierd_close(bn->b);
+	barrierd_close(bn->ctx.b);
 }
 
 /* Pin the caller, take the first /proc/interrupts reading, start spinners and siblings. */
@@ -544,7 +348,7 @@ static int bench_setup(struct bench *bn, unsigned mask)
 	cpu_set_t one;
 	int ret;
 
-	for (int i = 0; i < BCTL_M_COUNT; i++) {
+	for (int i = 0; i < BM_COUNT; i++) {
 		if (!(mask & (1u << i)))
 			continue;
 		bn->m[i].status = M_RUNNING;
@@ -575,11 +379,10 @@ static int bench_setup(struct bench *bn, unsigned mask)
 	proc_interrupts_open(&bn->irqs); /* without it, the IPI columns say n/a */
 
 	/* Spinners first: fork before any thread exists. */
-	if (bn->o->load &&
-	    (ret = start_spinners(bn, mask & (1u << BCTL_M_GLOBAL_EXPEDITED))) != 0)
+	if (bn->o->load && (ret = start_spinners(bn, mask & (1u << BM_GLOBAL_EXPEDITED))) != 0)
 		fprintf(stderr, "barrierctl: bench: started only %d load spinners: %s\n",
 			bn->nspin, strerror(-ret));
-	if ((mask & ((1u << BCTL_M_PRIVATE_EXPEDITED) | (1u << BCTL_M_MPROTECT))) &&
+	if ((mask & ((1u << BM_PRIVATE_EXPEDITED) | (1u << BM_MPROTECT))) &&
 	    (ret = start_siblings(bn)) != 0) {
 		fprintf(stderr, "barrierctl: bench: cannot start the sibling threads: %s\n",
 			strerror(-ret));
@@ -593,16 +396,16 @@ static uint64_t bench_rounds(struct bench *bn, bool *ipi_ok)
 {
 	uint64_t rounds_done = 0, before[IPI_KINDS], after[IPI_KINDS];
 
-	*ipi_ok = read_ipis(bn, before) == 0;
+	*ipi_ok = proc_interrupts_sum(&bn->irqs, before) == 0;
 	for (uint64_t r = 0; r < bn->o->rounds && !bctl_stop_signal; r++) {
-		for (int i = 0; i < BCTL_M_COUNT && !bctl_stop_signal; i++) {
+		for (int i = 0; i < BM_COUNT && !bctl_stop_signal; i++) {
 			struct method *m = &bn->m[i];
 			uint64_t t0, t1;
 			int ret;
 
 			if (m->status != M_RUNNING)
 				continue;
-			ret = set_mode(bn, sibling_work(i));
+			ret = siblings_set(&bn->sib, sibling_work(i));
 			if (ret) {
 				m->status = M_FAILED;
 				snprintf(m->why, sizeof(m->why),
@@ -610,12 +413,12 @@ static uint64_t bench_rounds(struct bench *bn, bool *ipi_ok)
 				continue;
 			}
 			if (*ipi_ok)
-				*ipi_ok = read_ipis(bn, before) == 0;
-			t0 = now_ns();
-			ret = call_method(bn, i);
-			t1 = now_ns();
+				*ipi_ok = proc_interrupts_sum(&bn->irqs, before) == 0;
+			t0 = bd_mono_ns();
+			ret = barrier_method_call(&bn->ctx, i);
+			t1 = bd_mono_ns();
 			if (*ipi_ok)
-				*ipi_ok = read_ipis(bn, after) == 0;
+				*ipi_ok = proc_interrupts_sum(&bn->irqs, after) == 0;
 			if (ret) {
 				m->status = M_FAILED;
 				snprintf(m->why, sizeof(m->why), "%s", strerror(-ret));
@@ -633,7 +436,7 @@ static uint64_t bench_rounds(struct bench *bn, bool *ipi_ok)
 
 int bctl_cmd_bench(const struct bctl_opts *o)
 {
-	unsigned mask = o->methods ? o->methods : (1u << BCTL_M_COUNT) - 1;
+	unsigned mask = o->methods ? o->methods : (1u << BM_COUNT) - 1;
 	struct bench bn = {.o = o, .irqs = {.fd = -1}};
 	bool ipi_ok = false, any = false, failed = false;
 	uint64_t rounds_done;
@@ -664,7 +467,7 @@ int bctl_cmd_bench(const struct bctl_opts *o)
 	stop_spinners(&bn);
 
 	print_results(&bn, ipi_ok, rounds_done);
-	for (int i = 0; i < BCTL_M_COUNT; i++) {
+	for (int i = 0; i < BM_COUNT; i++) {
 		any |= bn.m[i].done > 0;
 		failed |= bn.m[i].status == M_FAILED;
 	}

@@ -1,25 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
- * barrierctl: command-line parsing, dispatch to the subcommands, and `wait`.
+ * barrierctl: the command line, parsed and dispatched to the command's own file (status.c,
+ * watch.c, wait.c, bench.c).
  * docs/barrierctl.8 is the reference; the usage text below must agree with it (a test
  * compares their options, exit codes and JSON field names).
  */
 #include "barrierctl.h"
+#include "barrier_method.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-const char *const bctl_method_names[BCTL_M_COUNT] = {
-	[BCTL_M_BARRIERD] = "barrierd",
-	[BCTL_M_VTIME] = "vtime",
-	[BCTL_M_MEMBARRIER_GLOBAL] = "membarrier-global",
-	[BCTL_M_PRIVATE_EXPEDITED] = "private-expedited",
-	[BCTL_M_MPROTECT] = "mprotect",
-	[BCTL_M_GLOBAL_EXPEDITED] = "global-expedited",
-};
 
 static const char usage_text[] =
 	"Usage: barrierctl COMMAND [OPTION]...\n"
@@ -79,68 +72,6 @@ static const char usage_text[] =
 	"  last_interrupt_ns lag_ms behind_ms last_interrupt_vtime vtime_lag credit_event\n"
 	"  credit_idle credit_offline}\n";
 
-volatile sig_atomic_t bctl_stop_signal;
-
-static void on_stop_signal(int sig)
-{
-	bctl_stop_signal = sig;
-}
-
-int bctl_catch_stop_signals(void)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_stop_signal;
-	sigemptyset(&sa.sa_mask);
-	/* No SA_RESTART: a sleep must end at once so that the loop sees the flag. */
-	if (sigaction(SIGINT, &sa, NULL) || sigaction(SIGTERM, &sa, NULL))
-		return -errno;
-	return 0;
-}
-
-const char *bctl_state_path(const struct bctl_opts *o)
-{
-	const char *p = o->state;
-
-	/* The same choice barrierd_open() makes for a NULL path, so that messages name it. */
-	if (!p)
-		p = secure_getenv(BARRIERD_STATE_ENV);
-	if (!p || !*p)
-		p = BARRIERD_DEFAULT_STATE_PATH;
-	return p;
-}
-
-int bctl_open(const struct bctl_opts *o, struct barrierd **b)
-{
-	struct barrierd_open_opts oo = {
-		.sz = sizeof(oo),
-		.trusted_uid_set = o->trusted_uid_set,
-		.trusted_uid = o->trusted_uid,
-		.fallback = BARRIERD_FALLBACK_NONE, /* a diagnostic must not hide a dead daemon */
-	};
-
-	return barrierd_open_opts(b, o->state, &oo);
-}
-
-const char *bctl_open_error(int err)
-{
-	switch (-err) {
-	case EPERM:
-		return "untrusted: the file or a directory above it is not owned by root (or "
-		       "--trusted-uid), is writable by others, or is a symbolic link";
-	case EPROTO:
-		return "not a usable barrierd ABI v1 state file (magic, version or sizes), or "
-		       "/proc is missing";
-	case ESTALE:
-		return "it holds times later than this boot's clock (a file from an earlier boot)";
-	case ENOENT:
-		return "no such file (is barrierd running?)";
-	default:
-		return strerror(-err);
-	}
-}
-
 static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	unsigned long long v;
@@ -173,20 +104,13 @@ static int parse_methods(const char *arg, unsigned *mask)
 {
 	for (const char *p = arg;; p++) {
 		size_t len = strcspn(p, ",");
-		int found = 0;
+		int m = barrier_method_lookup(p, len);
 
-		if (len == 3 && strncmp(p, "all", 3) == 0) {
-			*mask |= (1u << BCTL_M_COUNT) - 1;
-			found = 1;
-		}
-		for (int m = 0; m < BCTL_M_COUNT && !found; m++) {
-			if (strlen(bctl_method_names[m]) == len &&
-				strncmp(p, bctl_method_names[m], len) == 0) {
-				*mask |= 1u << m;
-				found = 1;
-			}
-		}
-		if (!found)
+		if (len == 3 && strncmp(p, "all", 3) == 0)
+			*mask |= (1u << BM_COUNT) - 1;
+		else if (m >= 0)
+			*mask |= 1u << m;
+		else
 			return -EINVAL;
 		p += len;
 		if (!*p)
@@ -393,77 +317,6 @@ static int parse_opts(enum cmd cmd, int argc, char **argv, struct bctl_opts *o, 
 	return 0;
 }
 
-/* On a timeout, name the CPUs that hold the barrier back: the useful part of the message. */
-static void describe_blockers(struct barrierd *b, const struct bctl_opts *o, uint64_t stamp)
-{
-	struct bctl_snapshot s;
-	unsigned shown = 0, more = 0;
-
-	if (bctl_snapshot_take(b, bctl_state_path(o), &s))
-		return;
-	for (uint64_t c = 0; c < s.ncpu; c++) {
-		if (s.cpu[c].ns > stamp)
-			continue;
-		if (shown == 8) {
-			more++;
-			continue;
-		}
-		fprintf(stderr, "%s CPU %llu (%s, %.3f ms before the stamp)",
-			shown ? "," : "; held back by", (unsigned long long)c,
-			bctl_state_name(s.cpu[c].state), (double)(stamp - s.cpu[c].ns) / 1e6);
-		shown++;
-	}
-	if (more)
-		fprintf(stderr, " and %u more", more);
-	bctl_snapshot_free(&s);
-}
-
-static int cmd_wait(const struct bctl_opts *o)
-{
-	const char *path = bctl_state_path(o);
-	struct barrierd *b;
-	uint64_t stamp, done;
-	int ret;
-
-	ret = bctl_open(o, &b);
-	if (ret) {
-		fprintf(stderr, "barrierctl: wait: cannot use %s: %s\n", path,
-			bctl_open_error(ret));
-		return BCTL_EXIT_UNUSABLE;
-	}
-	/* The library refuses stamps at or below the clock reading it took at open. */
-	while ((stamp = barrierd_stamp_ns(b)) <= barrierd_open_ns(b))
-		__builtin_ia32_pause();
-	ret = barrierd_wait(b, stamp, o->timeout_ns);
-	done = barrierd_stamp_ns(b);
-	switch (ret) {
-	case 0:
-		printf("barrier passed in %.3f ms\n", (double)(done - stamp) / 1e6);
-		ret = BCTL_EXIT_OK;
-		break;
-	case -ETIMEDOUT:
-		fprintf(stderr, "barrierctl: wait: timed out: no barrier within %lld ms",
-			(long long)(o->timeout_ns / (int64_t)BCTL_MS));
-		describe_blockers(b, o, stamp);
-		fputc('\n', stderr);
-		ret = BCTL_EXIT_TIMEOUT;
-		break;
-	case -ESTALE:
-		fprintf(stderr,
-			"barrierctl: wait: the daemon is not running (stopped flag, or no "
-			"heartbeat for 3 periods) on %s\n",
-			path);
-		ret = BCTL_EXIT_NOT_RUNNING;
-		break;
-	default:
-		fprintf(stderr, "barrierctl: wait: %s\n", strerror(-ret));
-		ret = BCTL_EXIT_FAILED;
-		break;
-	}
-	barrierd_close(b);
-	return ret;
-}
-
 int main(int argc, char **argv)
 {
 	struct bctl_opts o;
@@ -517,7 +370,7 @@ int main(int argc, char **argv)
 	case CMD_WATCH:
 		return bctl_cmd_watch(&o);
 	case CMD_WAIT:
-		return cmd_wait(&o);
+		return bctl_cmd_wait(&o);
 	default:
 		return bctl_cmd_bench(&o);
 	}
