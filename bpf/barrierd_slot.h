@@ -8,7 +8,7 @@
 
 #include <linux/types.h>
 
-/* slot.idle: an absolute state, never a counter (BRIEF §3 rule 2).  0 is BUSY or unknown. */
+/* slot.idle: an absolute state, never a counter (DESIGN rule 2).  0 is BUSY or unknown. */
 #define BARRIERD_SLOT_BUSY 0
 #define BARRIERD_SLOT_IDLE 1
 

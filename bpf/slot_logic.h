@@ -41,11 +41,12 @@ static __always_inline int is_daemon_tid(__u32 tid)
  *  3. store the vtime after the exchange: x86 keeps stores in order, so a daemon that sees
  *     this vtime also sees that the exchange (the serialising event) already happened;
  *  4. load the watermark after the exchange: either this load sees the daemon's new watermark
- *     or the daemon's re-read (after its MFENCE) sees our stamp (BRIEF §4).
+ *     or the daemon's re-read (after its MFENCE) sees our stamp (docs/DESIGN.md, "The
+ *     watermark handshake").
  * Events of the daemon's own threads never signal (its sleeps and wake-ups are switches too,
- * and would signal the next pass forever), and they must not use up this CPU's one signal per watermark
- * either: the signal decision uses sig_stamp, the latest stamp of a non-daemon event (or the
- * exchanged-out stamp, if older).  It is a heuristic for waking the daemon, not evidence, so
+ * and would signal the next pass forever), and they must not use up this CPU's one signal per
+ * watermark either: the signal decision uses sig_stamp, the latest stamp of a non-daemon event (or
+ * the exchanged-out stamp, if older).  It is a heuristic for waking the daemon, not evidence, so
  * plain accesses do.
  */
 static __always_inline void stamp_slot(struct barrierd_slot *slot, __u32 cpu, int daemon)

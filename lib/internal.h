@@ -6,6 +6,9 @@
 #include <barrierd.h>
 #include <stdint.h>
 
+/* The shared-word loads, the fences and the clock (src/common, never installed). */
+#include "bd_sync.h"
+
 #define BDLIB_EXPORT __attribute__((visibility("default")))
 
 struct barrierd {
@@ -32,18 +35,6 @@ struct barrierd {
 	int fallback;
 	int64_t fallback_after_ns;
 };
-
-/* Load a shared 64-bit word.  Every shared access is __atomic (BRIEF §5). */
-static inline uint64_t bd_load(const uint64_t *p)
-{
-	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-}
-
-/* Its low half: the futex word (x86 is little-endian). */
-static inline uint32_t bd_load_low(const uint64_t *p)
-{
-	return __atomic_load_n((const uint32_t *)p, __ATOMIC_ACQUIRE);
-}
 
 /* The extension, or NULL: acquire, pairing with the release in bd_ext_refresh. */
 static inline const struct barrierd_ext *bd_ext(const struct barrierd *b)
@@ -74,7 +65,7 @@ uint64_t bd_trusted(const struct barrierd *b, const uint64_t *word, int vtime);
 bool bd_cpus_passed(const struct barrierd *b, const unsigned long *set, size_t nbits,
 		    uint64_t stamp_ns);
 
-/* The raw CLOCK_MONOTONIC of this process (in its time namespace), in ns. */
+/* The raw CLOCK_MONOTONIC of this process (in its time namespace), in ns: bd_mono_ns(). */
 uint64_t bd_clock_raw(void);
 
 /*
@@ -111,7 +102,10 @@ int bd_timens_moved(struct barrierd *b);
 /* Has this process forked since the handle learnt its offset (loads only)? */
 bool bd_timens_stale_fork(const struct barrierd *b);
 
-/* Path trust (BRIEF §5): -EPERM with no bytes of the file trusted, or an open fd. */
+/*
+ * Path trust (docs/PROTOCOL.md, "Trusting the file"): -EPERM with no bytes of the file
+ * trusted, or an open fd.
+ */
 int bd_open_trusted(const char *path, uid_t trusted_uid, int trusted_uid_set, int *fd_out);
 
 /*

@@ -11,7 +11,7 @@ BDLIB_EXPORT uint64_t barrierd_stamp_ns(const struct barrierd *b)
 	 * clock: the stamp is later than the moment our stores became visible.
 	 */
 #ifndef BARRIERD_MUTANT_NO_STAMP_FENCE /* mutant for tests/audit: breaks rule 5 */
-	__asm__ __volatile__("mfence; lfence" ::: "memory");
+	bd_stamp_fence();
 #endif
 	/*
 	 * Host time: our CLOCK_MONOTONIC minus this namespace's offset (read at open and after a
@@ -31,7 +31,7 @@ BDLIB_EXPORT uint64_t barrierd_stamp_ns(const struct barrierd *b)
 		seq = __atomic_load_n(&b->timens_seq, __ATOMIC_ACQUIRE);
 		off = bd_timens_current(b);
 		now = bd_clock_raw();
-		__asm__ __volatile__("lfence" ::: "memory");
+		bd_lfence();
 	} while (__atomic_load_n(&b->timens_seq, __ATOMIC_ACQUIRE) != seq);
 
 #ifdef BARRIERD_MUTANT_NO_TIMENS /* mutant for tests/audit: breaks rule 5 (time namespaces) */
@@ -50,7 +50,7 @@ BDLIB_EXPORT uint64_t barrierd_stamp_vtime(const struct barrierd *b)
 	 * stores.
 	 */
 #ifndef BARRIERD_MUTANT_NO_STAMP_FENCE /* mutant for tests/audit: breaks rule 5 */
-	__asm__ __volatile__("mfence" ::: "memory");
+	bd_mfence();
 #endif
 	return bd_load(&b->hdr->vtime);
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Time namespaces: this process's CLOCK_MONOTONIC offset against the host's (BRIEF §3.5).
+ * Time namespaces: this process's CLOCK_MONOTONIC offset against the host's (DESIGN rule 5;
+ * docs/PROTOCOL.md, "Time namespaces").
  *
  * The offset is learnt at open and again in a child after fork() (a child of
  * unshare(CLONE_NEWTIME) lives in the new namespace).  A process that moves itself into

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Which published values count as evidence (docs/DESIGN.md 5.3, 5.4): only values a daemon of
+ * Which published values count as evidence (DESIGN rules 9 and 10): only values a daemon of
  * ours published.  While the file is not marked running nobody of ours publishes, and a value
  * raised meanwhile (the original barrierd taking the file over) proves nothing: global values
  * count up to the stop snapshot, per-CPU values not at all.
@@ -14,7 +14,7 @@
  * in the same generation.
  *
  * Every load below is an x86 load, and x86 does not reorder a load with older loads (DESIGN
- * F2), so program order is the order in which they are performed; bd_load() is an acquire
+ * fact F2), so program order is the order in which they are performed; bd_load() is an acquire
  * load, which keeps the compiler to that order too.
  */
 #include "internal.h"

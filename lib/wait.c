@@ -90,10 +90,11 @@ enum ring_decision {
 
 /*
  * Ring only when the daemon is disarmed (it waits for a ring before it listens to busy CPUs),
- * or a CPU at or below the target is idle, offline, unknown or the daemon's own (BRIEF §4):
- * a busy CPU of an armed daemon brings its own evidence at its next event.  `flags` is the
- * caller's snapshot of header.flags: the sleep that follows watches that very value, so a
- * disarm after this decision cannot go unseen (sleep_on).
+ * or a CPU at or below the target is idle, offline, unknown or the daemon's own
+ * (docs/PROTOCOL.md, "Ringing the doorbell"): a busy CPU of an armed daemon brings its own
+ * evidence at its next event.  `flags` is the caller's snapshot of header.flags: the sleep
+ * that follows watches that very value, so a disarm after this decision cannot go unseen
+ * (sleep_on).
  */
 static enum ring_decision need_ring(const struct barrierd *b, const struct target *t,
 				    uint64_t flags)

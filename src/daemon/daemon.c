@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "daemon.h"
-#include "bpf_attach.h"
+#include "bd_sync.h"
+#include "probes.h"
 #include "cpu_hop.h"
 #include "doorbell.h"
+#include "kernel_files.h"
 #include "log.h"
 #include "notify.h"
 #include "publisher.h"
@@ -38,7 +40,7 @@ enum { EV_RB = 1, EV_DOORBELL, EV_TIMER, EV_SIGNAL, EV_CREDIT };
 struct daemon {
 	const struct barrierd_options *o;
 	struct state_file sf;
-	struct bpf_ctx bpf;
+	struct probes probes;
 	struct publisher pub;
 	struct doorbell bell;
 	int epfd, tfd, sfd, cfd, online_fd;
@@ -62,7 +64,7 @@ struct daemon {
  * Test-only: detach the sched_switch program from a thread other than the main one, while the
  * main thread sleeps in epoll_wait, as bpftool or a bug outside the daemon would.  The main
  * thread's next wake-up (a ring) is a switch *in*, which no switch count sees: only a check
- * after the idle RMWs can notice (DESIGN 3.11).  Created before the sandbox; it only sleeps,
+ * after the idle RMWs can notice (DESIGN rule 6).  Created before the sandbox; it only sleeps,
  * closes the link's descriptor and writes a log line, all of which the filter allows.
  */
 static void *hook_main(void *arg)
@@ -75,7 +77,7 @@ static void *hook_main(void *arg)
 	if (__atomic_load_n(&d->hook_go, __ATOMIC_ACQUIRE) != 1)
 		return NULL;  /* shutting down */
 	nanosleep(&ts, NULL); /* let the main thread go back to sleep */
-	bpf_ctx_detach_switch(&d->bpf);
+	probes_detach_switch(&d->probes);
 	log_warn("test hook: sched_switch program detached by another thread");
 	return NULL;
 }
@@ -132,7 +134,8 @@ static void disarm(struct daemon *d)
  * credit pass is due:
  *  - a pending credit pass (a ring) that the rate limit holds back: when the limit allows it
  *    (to the nanosecond: an epoll timeout in milliseconds turned a 100 µs gap into 1 ms);
- *  - slow idle credit for clients that cannot ring (BRIEF §4): while armed, when an idle,
+ *  - slow idle credit for clients that cannot ring (docs/DESIGN.md, "The heartbeat fold and
+ *    the slow idle-credit timer"): while armed, when an idle,
  *    offline or unknown CPU will have held the global value back for the interval, that is
  *    at held value + interval exactly.  A periodic check would add up to one more interval
  *    (10-20 ms instead of at most 10), and a wake-up per interval even on a loaded machine,
@@ -144,7 +147,7 @@ static void schedule_credit(struct daemon *d)
 	struct itimerspec its = {{0, 0}, {0, 0}};
 
 	if (d->credit_pending) {
-		due = rate_limit_next(&d->credit_limit, mono_ns());
+		due = rate_limit_next(&d->credit_limit, bd_mono_ns());
 	} else if (d->pub.armed && publisher_idle_hold(&d->pub, &held)) {
 		/*
 		 * Counted from the latest credit pass too: a CPU that credit cannot move (UNKNOWN:
@@ -169,32 +172,6 @@ static int add_fd(int epfd, int fd, uint64_t tag)
 	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = tag};
 
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
-}
-
-static int possible_cpus(void)
-{
-	char buf[4096];
-	long max = -1;
-	ssize_t n;
-	int fd = open("/sys/devices/system/cpu/possible", O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = 0;
-	for (char *p = buf; *p && *p != '\n';) {
-		char *end;
-		long v = strtol(p, &end, 10);
-
-		if (end == p)
-			return -EIO;
-		max = v > max ? v : max;
-		p = (*end == ',' || *end == '-') ? end + 1 : end;
-	}
-	return max >= 0 && max < (long)BARRIERD_MAX_CPUS ? (int)max + 1 : -EIO;
 }
 
 static int setup(struct daemon *d, char *err, size_t errlen)
@@ -226,10 +203,7 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 		log_warn("cannot reach the service manager's NOTIFY_SOCKET (%s): no readiness or "
 			 "watchdog messages will be sent",
 			 strerror(-ret));
-	/*
-	 * Highest possible CPU id + 1, not the count: CPU ids index the slots and the file, and a
-	 * hole in the mask is a CPU that is never online (credited offline, rule 3).
-	 */
+	/* Possible CPU ids, holes included: a hole is never online (credited offline, rule 3). */
 	ncpu = possible_cpus();
 	if (ncpu <= 0) {
 		snprintf(err, errlen, "cannot read /sys/devices/system/cpu/possible: %s",
@@ -249,7 +223,7 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	ret = tracepoints_resolve(o->tps, o->n_tps, tps, err, errlen);
 	if (ret)
 		return ret;
-	ret = bpf_ctx_load(&d->bpf, (uint64_t)ncpu, err, errlen);
+	ret = probes_load(&d->probes, (uint64_t)ncpu, err, errlen);
 	if (ret)
 		return ret;
 
@@ -261,8 +235,8 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 		return ret;
 	}
 	/* vtime resumes above everything published, in the file and then .bss, pre-attach. */
-	ret = publisher_init(&d->pub, &d->sf, d->bpf.slots, d->bpf.vtime, d->bpf.watermark,
-			     d->bpf.main_switches, (uint64_t)ncpu, d->online_fd);
+	ret = publisher_init(&d->pub, &d->sf, d->probes.slots, d->probes.vtime, d->probes.watermark,
+			     d->probes.main_switches, (uint64_t)ncpu, d->online_fd);
 	if (ret == -EBUSY) {
 		d->foreign = true;
 		snprintf(err, errlen,
@@ -274,22 +248,22 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot set up the publisher: %s", strerror(-ret));
 		return ret;
 	}
-	ret = bpf_ctx_whoami(&d->bpf, &tid);
+	ret = probes_whoami(&d->probes, &tid);
 	if (!ret)
-		ret = bpf_ctx_add_daemon_tid(&d->bpf, tid, true);
+		ret = probes_add_daemon_tid(&d->probes, tid, true);
 	if (ret) {
 		snprintf(err, errlen, "cannot learn the daemon's global tid: %s", strerror(-ret));
 		return ret;
 	}
 
-	ret = bpf_ctx_attach(&d->bpf, tps, o->n_tps, err, errlen);
+	ret = probes_attach(&d->probes, tps, o->n_tps, err, errlen);
 	if (ret)
 		return ret;
 	publisher_arm_detach_check(&d->pub);
 	ret = cpu_hop_all((uint64_t)ncpu);
 	log_debug("hopped across %d online CPUs", ret);
 
-	ret = doorbell_start(&d->bell, &h->doorbell, &d->bpf, o->max_credit_rate);
+	ret = doorbell_start(&d->bell, &h->doorbell, &d->probes, o->max_credit_rate);
 	if (ret) {
 		snprintf(err, errlen, "cannot start the doorbell thread: %s", strerror(-ret));
 		return ret;
@@ -306,10 +280,11 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	}
 	set_tick(d, o->heartbeat_period_ns); /* disarmed until someone waits */
 	if (o->always_armed)
-		arm(d, mono_ns());
-	if ((ret = add_fd(d->epfd, bpf_ctx_rb_fd(&d->bpf), EV_RB)) ||
+		arm(d, bd_mono_ns());
+	if ((ret = add_fd(d->epfd, probes_rb_fd(&d->probes), EV_RB)) ||
 	    (ret = add_fd(d->epfd, d->bell.efd, EV_DOORBELL)) ||
-	    (ret = add_fd(d->epfd, d->tfd, EV_TIMER)) || (ret = add_fd(d->epfd, d->cfd, EV_CREDIT)) ||
+	    (ret = add_fd(d->epfd, d->tfd, EV_TIMER)) ||
+	    (ret = add_fd(d->epfd, d->cfd, EV_CREDIT)) ||
 	    (ret = add_fd(d->epfd, d->sfd, EV_SIGNAL))) {
 		snprintf(err, errlen, "cannot set up the event loop: %s", strerror(-ret));
 		return ret;
@@ -325,7 +300,7 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	 * both.  From here on: no bpf(), no perf_event_open(), no opening of files.
 	 */
 	/*
-	 * The credit pass forces a switch of this thread with a 1 us sleep (DESIGN 3.11); the
+	 * The credit pass forces a switch of this thread with a 1 us sleep (DESIGN rule 6); the
 	 * default 50 us timer slack would make every credit pass that much slower.
 	 */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
@@ -338,10 +313,10 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	}
 
 	/* Publish: liveness fields, then the running flag last. */
-	pub64(&h->generation, load64(&h->generation) + 1);
-	pub64(&h->daemon_pid, (uint64_t)getpid());
-	pub64(&h->heartbeat_period_ns, o->heartbeat_period_ns);
-	publisher_heartbeat(&d->pub, mono_ns());
+	bd_store(&h->generation, bd_load(&h->generation) + 1);
+	bd_store(&h->daemon_pid, (uint64_t)getpid());
+	bd_store(&h->heartbeat_period_ns, o->heartbeat_period_ns);
+	publisher_heartbeat(&d->pub, bd_mono_ns());
 	state_flags_update(&h->flags, ~0ULL,
 			   BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION |
 			       BARRIERD_FEAT_DOORBELL | (d->pub.armed ? BARRIERD_FLAG_ARMED : 0));
@@ -377,8 +352,130 @@ static int run_pass(struct daemon *d, bool credit)
 		if (ret)
 			return ret;
 	}
-	publisher_heartbeat(&d->pub, mono_ns());
+	publisher_heartbeat(&d->pub, bd_mono_ns());
 	return again ? 1 : 0;
+}
+
+/* ---- the main loop's events ----------------------------------------------------------------- */
+
+/* A client rang the doorbell: count the rings, ask for a credit pass, arm the watermark. */
+static void on_doorbell(struct daemon *d)
+{
+	uint64_t v;
+
+	/* Drain the ring before reading r (in the pass) */
+	if (read(d->bell.efd, &v, sizeof(v)) == sizeof(v))
+		bd_store(&d->sf.ext->doorbell_rings, bd_load(&d->sf.ext->doorbell_rings) + v);
+	d->credit_pending = true;
+	arm(d, bd_mono_ns());
+}
+
+/*
+ * The tick (set_tick): the foreign-writer check, the heartbeat, the watchdog, the status line,
+ * the probe for sleeping waiters and the disarm check.  *fold: a pass is due.  0, or -EBUSY
+ * (another writer: stop).
+ */
+static int on_tick(struct daemon *d, bool *fold)
+{
+	uint64_t v, now;
+	int ret;
+
+	if (read(d->tfd, &v, sizeof(v)) < 0)
+		return 0;
+	now = bd_mono_ns();
+	/*
+	 * The per-CPU check before the heartbeat: a foreign value must not come to look older
+	 * than our heartbeat (DESIGN rule 10).
+	 */
+	if (now >= d->next_probe_ns) {
+		ret = publisher_verify(&d->pub);
+		if (ret) {
+			d->foreign = true;
+			return ret;
+		}
+	}
+	publisher_heartbeat(&d->pub, now);
+	/* The main loop pings the watchdog: a wedged loop stops the pings. */
+	if (d->notify.watchdog_ns && now >= d->next_watchdog_ns) {
+		notify_send(&d->notify, "WATCHDOG=1");
+		d->next_watchdog_ns = now + d->notify.watchdog_ns / 2;
+	}
+	if (now >= d->next_status_ns) {
+		send_status(d, now);
+		d->next_status_ns = now + STATUS_PERIOD_NS;
+	}
+	/*
+	 * Clients of the original layout cannot ring: find them sleeping on the words, without
+	 * waking them, and serve them while they wait.  A fold at each heartbeat also keeps idle
+	 * views of the file fresh.
+	 */
+	if (now >= d->next_probe_ns) {
+		d->next_probe_ns = now + d->o->heartbeat_period_ns;
+		if (publisher_count_waiters(&d->pub, PROBE_CPUS) > 0)
+			arm(d, now);
+		*fold = true;
+	}
+	if (d->pub.armed && now >= d->armed_until && !d->o->always_armed)
+		disarm(d);
+	return 0;
+}
+
+/* The credit timer (schedule_credit) fired: is the slow idle credit still due? */
+static void on_credit_timer(struct daemon *d)
+{
+	uint64_t v, now;
+
+	if (read(d->cfd, &v, sizeof(v)) < 0)
+		return;
+	d->credit_due = 0; /* one-shot: it fired, it is unset */
+	/*
+	 * A pending pass is checked against the limit in take_credit.  Otherwise: still armed,
+	 * and the hold still that old (a pass may have moved it)?
+	 */
+	now = bd_mono_ns();
+	if (!d->credit_pending && d->pub.armed &&
+	    now >= d->last_credit_ns + d->o->idle_credit_interval_ns &&
+	    publisher_idle_holds_back(&d->pub, now, d->o->idle_credit_interval_ns))
+		d->credit_pending = true;
+}
+
+/* A signal: true to stop.  The test-hook build detaches sched_switch on SIGUSR1 and SIGUSR2. */
+static bool on_signal(struct daemon *d)
+{
+	struct signalfd_siginfo si;
+
+	if (read(d->sfd, &si, sizeof(si)) != sizeof(si))
+		return false;
+#ifdef BARRIERD_TEST_HOOKS
+	/* Test-only binary: detach sched_switch as a bug or bpftool could. */
+	if (si.ssi_signo == SIGUSR2) {
+		probes_detach_switch(&d->probes);
+		log_warn("test hook: sched_switch program detached");
+		return false;
+	}
+	/* Test-only binary: detach it from another thread, 100 ms later. */
+	if (si.ssi_signo == SIGUSR1) {
+		hook_release(d, 1);
+		return false;
+	}
+#endif
+	log_info("received signal %u, stopping", si.ssi_signo);
+	return true;
+}
+
+/* A credit pass asked for (a ring, the credit timer) and allowed by the rate limit now? */
+static bool take_credit(struct daemon *d)
+{
+	uint64_t now;
+
+	if (!d->credit_pending)
+		return false;
+	now = bd_mono_ns();
+	if (!rate_limit_take(&d->credit_limit, now))
+		return false;
+	d->credit_pending = false;
+	d->last_credit_ns = now;
+	return true;
 }
 
 static int loop(struct daemon *d)
@@ -389,18 +486,15 @@ static int loop(struct daemon *d)
 	if (poll_now < 0)
 		return poll_now;
 	rate_limit_init(&d->credit_limit, d->o->max_credit_rate, BARRIERD_CREDIT_BURST);
-	d->last_credit_ns = mono_ns();
+	d->last_credit_ns = bd_mono_ns();
 
 	for (;;) {
 		struct epoll_event evs[8];
-		int timeout = -1, n, ret;
-		bool fold = false, credit = false;
-		uint64_t now;
+		int n, ret;
+		bool fold = false, credit;
 
 		schedule_credit(d);
-		if (poll_now)
-			timeout = 0;
-		n = epoll_wait(d->epfd, evs, 8, timeout);
+		n = epoll_wait(d->epfd, evs, 8, poll_now ? 0 : -1);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -408,106 +502,31 @@ static int loop(struct daemon *d)
 			return -errno;
 		}
 		for (int i = 0; i < n; i++) {
-			uint64_t v;
-
 			switch (evs[i].data.u64) {
 			case EV_RB:
-				bpf_ctx_drain(&d->bpf);
+				probes_drain(&d->probes);
 				fold = true;
 				break;
 			case EV_DOORBELL:
-				/* Drain the ring before reading r (in the pass) */
-				if (read(d->bell.efd, &v, sizeof(v)) == sizeof(v))
-					pub64(&d->sf.ext->doorbell_rings,
-					      load64(&d->sf.ext->doorbell_rings) + v);
-				d->credit_pending = true;
-				arm(d, mono_ns());
+				on_doorbell(d);
 				break;
 			case EV_TIMER:
-				if (read(d->tfd, &v, sizeof(v)) < 0)
-					break;
-				now = mono_ns();
-				/*
-				 * The per-CPU check before the heartbeat: a foreign value must not
-				 * come to look older than our heartbeat (DESIGN 5.4).
-				 */
-				if (now >= d->next_probe_ns) {
-					ret = publisher_verify(&d->pub);
-					if (ret) {
-						d->foreign = true;
-						return ret;
-					}
-				}
-				publisher_heartbeat(&d->pub, now);
-				/* The main loop pings the watchdog: a wedged loop stops the pings. */
-				if (d->notify.watchdog_ns && now >= d->next_watchdog_ns) {
-					notify_send(&d->notify, "WATCHDOG=1");
-					d->next_watchdog_ns = now + d->notify.watchdog_ns / 2;
-				}
-				if (now >= d->next_status_ns) {
-					send_status(d, now);
-					d->next_status_ns = now + STATUS_PERIOD_NS;
-				}
-				/*
-				 * Clients of the original layout cannot ring: find them sleeping on
-				 * the words, without waking them, and serve them while they wait.
-				 * A fold at each heartbeat also keeps idle views of the file fresh.
-				 */
-				if (now >= d->next_probe_ns) {
-					d->next_probe_ns = now + d->o->heartbeat_period_ns;
-					if (publisher_count_waiters(&d->pub, PROBE_CPUS) > 0)
-						arm(d, now);
-					fold = true;
-				}
-				if (d->pub.armed && now >= d->armed_until && !d->o->always_armed)
-					disarm(d);
+				ret = on_tick(d, &fold);
+				if (ret)
+					return ret;
 				break;
 			case EV_CREDIT:
-				if (read(d->cfd, &v, sizeof(v)) < 0)
-					break;
-				d->credit_due = 0; /* one-shot: it fired, it is unset */
-				/*
-				 * A pending pass is checked against the limit below.  Otherwise: still
-				 * armed, and the hold still that old (a pass may have moved it)?
-				 */
-				now = mono_ns();
-				if (!d->credit_pending && d->pub.armed &&
-				    now >= d->last_credit_ns + d->o->idle_credit_interval_ns &&
-				    publisher_idle_holds_back(&d->pub, now,
-							      d->o->idle_credit_interval_ns))
-					d->credit_pending = true;
+				on_credit_timer(d);
 				break;
-			case EV_SIGNAL: {
-				struct signalfd_siginfo si;
-
-				if (read(d->sfd, &si, sizeof(si)) != sizeof(si))
-					break;
-#ifdef BARRIERD_TEST_HOOKS
-				/* Test-only binary: detach sched_switch as a bug or bpftool could. */
-				if (si.ssi_signo == SIGUSR2) {
-					bpf_ctx_detach_switch(&d->bpf);
-					log_warn("test hook: sched_switch program detached");
-					break;
-				}
-				/* Test-only binary: detach it from another thread, 100 ms later. */
-				if (si.ssi_signo == SIGUSR1) {
-					hook_release(d, 1);
-					break;
-				}
-#endif
-				log_info("received signal %u, stopping", si.ssi_signo);
-				return 0;
+			case EV_SIGNAL:
+				if (on_signal(d))
+					return 0;
 				break;
-			}
 			}
 		}
 		if (poll_now)
 			fold = true;
-		if (d->credit_pending && rate_limit_take(&d->credit_limit, (now = mono_ns()))) {
-			credit = true;
-			d->credit_pending = false;
-			d->last_credit_ns = now;
-		}
+		credit = take_credit(d);
 		if (!fold && !credit)
 			continue;
 		ret = run_pass(d, credit);
@@ -534,15 +553,14 @@ int daemon_run(const struct barrierd_options *o)
 		log_err("%s", err[0] ? err : strerror(-ret));
 	} else {
 		log_info("serving %s: %llu CPUs, %zu tracepoints, generation %llu, vtime %llu",
-			 o->state_path, (unsigned long long)d.sf.ncpu, d.bpf.n_links,
-			 (unsigned long long)d.sf.hdr->generation,
-			 (unsigned long long)d.pub.vtime);
+			 o->state_path, (unsigned long long)d.sf.ncpu, d.probes.n_links,
+			 (unsigned long long)d.sf.hdr->generation, (unsigned long long)d.pub.vtime);
 		notify_send(&d.notify, "READY=1");
-		send_status(&d, mono_ns());
-		d.next_status_ns = mono_ns() + STATUS_PERIOD_NS;
+		send_status(&d, bd_mono_ns());
+		d.next_status_ns = bd_mono_ns() + STATUS_PERIOD_NS;
 		if (d.notify.watchdog_ns) {
 			notify_send(&d.notify, "WATCHDOG=1");
-			d.next_watchdog_ns = mono_ns() + d.notify.watchdog_ns / 2;
+			d.next_watchdog_ns = bd_mono_ns() + d.notify.watchdog_ns / 2;
 		}
 		ret = loop(&d);
 	}
@@ -556,13 +574,13 @@ int daemon_run(const struct barrierd_options *o)
 #endif
 	doorbell_stop(&d.bell);
 	if (d.sf.hdr && d.foreign) {
-		/* Another writer: none of the words can be vouched for (DESIGN 5.4). */
+		/* Another writer: none of the words can be vouched for (DESIGN rule 10). */
 		state_file_reset_foreign(&d.sf);
 	} else if (d.sf.hdr) {
 		/* Valid but stopped: values stay (they are true), clients see no one publishes. */
 		state_file_set_stopped(&d.sf);
 	}
-	bpf_ctx_destroy(&d.bpf);
+	probes_destroy(&d.probes);
 	publisher_free(&d.pub);
 	state_file_close(&d.sf);
 	if (d.epfd >= 0)

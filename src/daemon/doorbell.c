@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "doorbell.h"
-#include "bpf_attach.h"
+#include "bd_sync.h"
+#include "probes.h"
 #include "log.h"
 #include "rate_limit.h"
 #include "sandbox.h"
@@ -17,23 +18,15 @@
 
 static sem_t registered;
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static void *doorbell_main(void *arg)
 {
 	struct doorbell *d = arg;
 	uint32_t tid = 0;
 	struct rate_limit limit;
 
-	d->start_err = bpf_ctx_whoami(d->bpf, &tid);
+	d->start_err = probes_whoami(d->probes, &tid);
 	if (!d->start_err)
-		d->start_err = bpf_ctx_add_daemon_tid(d->bpf, tid, false);
+		d->start_err = probes_add_daemon_tid(d->probes, tid, false);
 	/* Capabilities and no_new_privs are per thread: this one drops its own. */
 	if (!d->start_err)
 		d->start_err = sandbox_drop_privileges();
@@ -60,7 +53,7 @@ static void *doorbell_main(void *arg)
 		 * are not waiting returns 0 to its FUTEX_WAKE; its client re-rings (bounded) and
 		 * otherwise sleeps with a bounded timeout, so a lost ring only delays.
 		 */
-		now = now_ns();
+		now = bd_mono_ns();
 		if (!rate_limit_take(&limit, now)) {
 			struct timespec ts;
 
@@ -74,7 +67,7 @@ static void *doorbell_main(void *arg)
 	return NULL;
 }
 
-int doorbell_start(struct doorbell *d, uint64_t *word, struct bpf_ctx *bpf, uint64_t rate)
+int doorbell_start(struct doorbell *d, uint64_t *word, struct probes *probes, uint64_t rate)
 {
 	pthread_attr_t attr;
 	struct sched_param sp = {.sched_priority = 1};
@@ -82,7 +75,7 @@ int doorbell_start(struct doorbell *d, uint64_t *word, struct bpf_ctx *bpf, uint
 
 	memset(d, 0, sizeof(*d));
 	d->word = word;
-	d->bpf = bpf;
+	d->probes = probes;
 	d->rate = rate;
 	d->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (d->efd < 0)

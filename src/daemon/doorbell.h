@@ -10,13 +10,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct bpf_ctx;
+struct probes;
 
 struct doorbell {
 	uint64_t *word;        /* header.doorbell; the daemon never changes its value (0) */
 	int efd;               /* eventfd the main loop polls */
 	uint64_t rate;         /* --max-credit-rate: wake-ups per second, sustained */
-	struct bpf_ctx *bpf;   /* to learn and register the thread's global tid */
+	struct probes *probes; /* to learn and register the thread's global tid */
 	pthread_t thread;
 	bool started;
 	volatile int stop;
@@ -28,7 +28,7 @@ struct doorbell {
  * Start the thread at SCHED_FIFO 1 when permitted (futex wakes RT waiters first, so flooding
  * thieves waiting on the word cannot starve it).  Returns once the thread registered its tid.
  */
-int doorbell_start(struct doorbell *d, uint64_t *word, struct bpf_ctx *bpf, uint64_t rate);
+int doorbell_start(struct doorbell *d, uint64_t *word, struct probes *probes, uint64_t rate);
 void doorbell_stop(struct doorbell *d);
 
 #endif

@@ -57,6 +57,17 @@ static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+/* A number option's value, or a message naming the option, its range and the bad value. */
+static int parse_num(const char *opt, const char *unit, const char *arg, uint64_t min, uint64_t max,
+		     uint64_t *v, char *err, size_t errlen)
+{
+	if (parse_u64(arg, min, max, v) == 0)
+		return 0;
+	snprintf(err, errlen, "%s takes %s from %llu to %llu, not '%s'", opt, unit,
+		 (unsigned long long)min, (unsigned long long)max, arg);
+	return -EINVAL;
+}
+
 static int add_tp(struct barrierd_options *o, const char *name, long id, char *err, size_t errlen)
 {
 	struct tp_spec *t;
@@ -131,32 +142,21 @@ int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, 
 				return -EINVAL;
 			break;
 		case OPT_IDLE:
-			if (parse_u64(optarg, 1, 60000, &v)) {
-				snprintf(err, errlen,
-					 "--idle-credit-interval takes milliseconds from 1 to 60000, "
-					 "not '%s'",
-					 optarg);
+			if (parse_num("--idle-credit-interval", "milliseconds", optarg, 1, 60000,
+				      &v, err, errlen))
 				return -EINVAL;
-			}
 			o->idle_credit_interval_ns = v * 1000000ULL;
 			break;
 		case OPT_HB:
-			if (parse_u64(optarg, 10, 60000, &v)) {
-				snprintf(err, errlen,
-					 "--heartbeat-period takes milliseconds from 10 to 60000, "
-					 "not '%s'",
-					 optarg);
+			if (parse_num("--heartbeat-period", "milliseconds", optarg, 10, 60000, &v,
+				      err, errlen))
 				return -EINVAL;
-			}
 			o->heartbeat_period_ns = v * 1000000ULL;
 			break;
 		case OPT_RATE:
-			if (parse_u64(optarg, 1, 1000000, &v)) {
-				snprintf(err, errlen,
-					 "--max-credit-rate takes a number from 1 to 1000000, not '%s'",
-					 optarg);
+			if (parse_num("--max-credit-rate", "a number", optarg, 1, 1000000, &v, err,
+				      errlen))
 				return -EINVAL;
-			}
 			o->max_credit_rate = v;
 			break;
 		case OPT_ARMED:

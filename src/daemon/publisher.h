@@ -3,6 +3,7 @@
  * The publisher: folds the BPF slots into the state file, gives idle and offline credit on
  * demand, runs the watermark handshake and futex-wakes every word that changed.  It knows the
  * slots and .bss words only as memory, so benchmarks can drive it with simulated arrays.
+ * publisher.c holds the pass, step by step; credit.c the credit snapshot and the rule-6 checks.
  */
 #ifndef BARRIERD_PUBLISHER_H
 #define BARRIERD_PUBLISHER_H
@@ -33,10 +34,9 @@ struct publisher {
 	char *online_buf; /* the online mask's text, sized for ncpu */
 	size_t online_buf_len;
 
-	/* rule 6: the main thread's context switches, kernel's count against the program's */
+	/* DESIGN rule 6: the main thread's switches, the kernel's count against the program's */
 	uint64_t rusage_base, bpf_base;
 
-	uint8_t changed_global; /* per pass: the global ns word advanced */
 	bool armed;             /* signals flow (watermark set); else watermark 0 */
 	uint64_t probe_next;    /* next per-CPU word to probe for waiters */
 	uint64_t futex_wakes;   /* statistics */
@@ -50,12 +50,14 @@ int publisher_init(struct publisher *p, struct state_file *sf, struct barrierd_s
 		   volatile uint64_t *bss_vtime, volatile uint64_t *bss_watermark,
 		   volatile uint64_t *bss_main_switches, uint64_t ncpu, int online_fd);
 
-/* Take the rule-6 baseline; call on the main thread once the programs are attached. */
+/* Take the rule-6 baseline; call on the main thread once the programs are attached (credit.c). */
 void publisher_arm_detach_check(struct publisher *p);
 
 /*
- * One pass.  credit: also give idle and offline credit (rules 2 and 3) and credit the CPU the
- * pass runs on.  *again is set when the watermark handshake found a stamp that may not have
+ * One pass: check for a foreign writer, advance vtime, take the credit snapshot (credit only),
+ * fold each CPU, publish the globals, wake the changed words, run the watermark handshake.
+ * credit: also give idle and offline credit (rules 2 and 3) and credit the CPU the pass runs
+ * on (rule 7).  *again is set when the watermark handshake found a stamp that may not have
  * signalled: run another pass.  Returns 0, -EBUSY (another process wrote the file), or
  * -ENOLINK (the programs were detached: the kernel saw switches they did not).
  */
@@ -87,7 +89,5 @@ bool publisher_idle_hold(const struct publisher *p, uint64_t *held);
 bool publisher_idle_holds_back(const struct publisher *p, uint64_t now_ns, uint64_t age_ns);
 
 void publisher_free(struct publisher *p);
-
-uint64_t mono_ns(void);
 
 #endif

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The credit-pass rate limit (BRIEF §4: credit passes are capped per second, which bounds the
- * daemon's CPU under a doorbell flood).  A token bucket in its GCRA form: `rate` events per
- * second sustained, bursts of up to `burst` at full speed.  The burst keeps a few barriers in
- * quick succession from waiting out the gap (two barriers 100 µs apart are ordinary); the
- * sustained rate is what a flood gets, and what bounds its cost: at most rate x (one credit
+ * The credit-pass rate limit (docs/DESIGN.md, "The doorbell": credit passes are capped per second,
+ * which bounds the daemon's CPU under a doorbell flood).  A token bucket in its GCRA form: `rate`
+ * events per second sustained, bursts of up to `burst` at full speed.  The burst keeps a few
+ * barriers in quick succession from waiting out the gap (two barriers 100 µs apart are ordinary);
+ * the sustained rate is what a flood gets, and what bounds its cost: at most rate x (one credit
  * pass) per second, plus one burst.
  */
 #ifndef BARRIERD_RATE_LIMIT_H

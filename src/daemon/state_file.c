@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "state_file.h"
+#include "bd_sync.h"
+#include "kernel_files.h"
 #include "log.h"
 #include "path_trust.h"
 
@@ -15,14 +17,6 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-
-uint64_t mono_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 int futex_wake_word(uint64_t *word)
 {
@@ -58,17 +52,13 @@ static int hexval(char c)
 int read_boot_id(uint8_t out[16])
 {
 	char buf[64];
-	ssize_t n;
-	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	ssize_t n = read_text_file("/proc/sys/kernel/random/boot_id", buf, sizeof(buf));
 	int k = 0;
 
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	if (n < 0)
+		return (int)n;
 	if (n < 32)
 		return -EIO;
-	buf[n] = 0;
 	for (char *p = buf; *p && k < 32; p++) {
 		int h = hexval(*p);
 
@@ -111,11 +101,6 @@ static int ensure_dir(const char *path, char *err, size_t errlen)
 		return -e;
 	}
 	return 0;
-}
-
-static inline void lfence(void)
-{
-	__asm__ __volatile__("lfence" ::: "memory");
 }
 
 /*
@@ -202,34 +187,34 @@ static const char *foreign_reason(const struct state_file *sf, const uint8_t *ma
 static void reset_words(uint8_t *map, size_t size)
 {
 	struct barrierd_header *h = (void *)map;
-	uint64_t maxv = 0, gen = size >= sizeof(*h) ? load64(&h->generation) : 0;
+	uint64_t maxv = 0, gen = size >= sizeof(*h) ? bd_load(&h->generation) : 0;
 
 	if (size < 32)
 		goto rest;
 	for (size_t off = 8; off + 8 <= size; off += 8) {
 		/* vtime words: the header's two and the second word of each 16-byte entry */
 		if (off == 8 || off == 24 || (off >= sizeof(*h) && (off - sizeof(*h)) % 16 == 8)) {
-			uint64_t v = load64((uint64_t *)(map + off));
+			uint64_t v = bd_load((uint64_t *)(map + off));
 
 			maxv = v > maxv ? v : maxv;
 		}
 	}
 	if (maxv < BARRIERD_VTIME_LIMIT)
-		pub64(&h->vtime, maxv + 1);
-	pub64(&h->last_interrupt_ns, 0);
-	pub64(&h->last_interrupt_vtime, 0);
+		bd_store(&h->vtime, maxv + 1);
+	bd_store(&h->last_interrupt_ns, 0);
+	bd_store(&h->last_interrupt_vtime, 0);
 rest:
 	for (size_t off = 16; off + 8 <= size; off += 8)
-		pub64((uint64_t *)(map + off), 0);
+		bd_store((uint64_t *)(map + off), 0);
 	if (size >= 32 && maxv >= BARRIERD_VTIME_LIMIT)
-		pub64(&h->vtime, 1);
+		bd_store(&h->vtime, 1);
 	if (size >= sizeof(*h)) {
 		/*
 		 * The generation is raised, never zeroed: a reader's seqlock (lib/trusted.c) must
 		 * not take a reset and the next start for one continuous run.
 		 */
-		pub64(&h->generation, gen + 1);
-		pub64(&h->flags, BARRIERD_FLAG_STOPPED);
+		bd_store(&h->generation, gen + 1);
+		bd_store(&h->flags, BARRIERD_FLAG_STOPPED);
 	}
 }
 
@@ -239,19 +224,19 @@ static void write_layout(struct state_file *sf)
 	uint64_t boot[2];
 
 	memcpy(boot, sf->boot_id, 16);
-	pub64(&h->ncpu, sf->ncpu);
+	bd_store(&h->ncpu, sf->ncpu);
 	/* Sizes and version before the magic: a reader that sees the magic sees a whole layout. */
 	h->abi_major = BARRIERD_ABI_MAJOR;
 	h->abi_minor = BARRIERD_ABI_MINOR;
 	h->header_size = sizeof(*h);
 	h->cpu_stride = sizeof(struct barrierd_cpu);
-	pub64((uint64_t *)h->boot_id, boot[0]);
-	pub64((uint64_t *)(h->boot_id + 8), boot[1]);
-	pub64(&h->ext_offset, barrierd_ext_offset(sf->ncpu));
-	pub64(&sf->ext->ext_size, sf->size - barrierd_ext_offset(sf->ncpu)); /* what we map */
+	bd_store((uint64_t *)h->boot_id, boot[0]);
+	bd_store((uint64_t *)(h->boot_id + 8), boot[1]);
+	bd_store(&h->ext_offset, barrierd_ext_offset(sf->ncpu));
+	bd_store(&sf->ext->ext_size, sf->size - barrierd_ext_offset(sf->ncpu)); /* what we map */
 	sf->ext->ext_header_size = sizeof(struct barrierd_ext);
 	sf->ext->ext_cpu_stride = sizeof(struct barrierd_ext_cpu);
-	pub64(&h->magic, BARRIERD_MAGIC);
+	bd_store(&h->magic, BARRIERD_MAGIC);
 }
 
 /* Split path into its directory (opened O_PATH) and its last component. */
@@ -294,7 +279,7 @@ static uint64_t *copy_words(const uint8_t *map, size_t size)
 
 	if (copy)
 		for (size_t off = 0; off + 8 <= size; off += 8)
-			copy[off / 8] = load64((const uint64_t *)(map + off));
+			copy[off / 8] = bd_load((const uint64_t *)(map + off));
 	return copy;
 }
 
@@ -436,8 +421,8 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 			goto fail;
 		}
 		/* The clock after the loads: a value of ours can never look later than it. */
-		lfence();
-		now = mono_now_ns();
+		bd_lfence();
+		now = bd_mono_ns();
 		why = foreign_reason(sf, (const uint8_t *)copy, (size_t)st.st_size, now);
 		if (why) {
 			log_warn("resetting %s: %s; every time field zeroed, stopped flag set", path,
@@ -471,11 +456,11 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 	sf->ext = (void *)(map + barrierd_ext_offset(ncpu));
 	if (sf->hdr->magic != BARRIERD_MAGIC) {
 		/* New, or just reset: lay it out, stopped until setup completes. */
-		pub64(&sf->hdr->flags, BARRIERD_FLAG_STOPPED);
+		bd_store(&sf->hdr->flags, BARRIERD_FLAG_STOPPED);
 		write_layout(sf);
 	}
 	if (!adopted)
-		sf->own_vtime = load64(&sf->hdr->vtime); /* ours: raised by the reset, or 0 */
+		sf->own_vtime = bd_load(&sf->hdr->vtime); /* ours: raised by the reset, or 0 */
 	return 0;
 fail:
 	if (dfd >= 0)
@@ -510,13 +495,13 @@ void state_file_set_stopped(struct state_file *sf)
 	 * per-CPU time we published precedes it, which the next daemon checks.
 	 */
 #ifdef BARRIERD_MUTANT_STOP_SNAPSHOT_FROM_FILE /* mutant for tests/audit: foreign values kept */
-	pub64(&sf->ext->stop_ns, load64(&h->last_interrupt_ns));
-	pub64(&sf->ext->stop_vtime, load64(&h->last_interrupt_vtime));
+	bd_store(&sf->ext->stop_ns, bd_load(&h->last_interrupt_ns));
+	bd_store(&sf->ext->stop_vtime, bd_load(&h->last_interrupt_vtime));
 #else
-	pub64(&sf->ext->stop_ns, sf->own_ns);
-	pub64(&sf->ext->stop_vtime, sf->own_vt);
+	bd_store(&sf->ext->stop_ns, sf->own_ns);
+	bd_store(&sf->ext->stop_vtime, sf->own_vt);
 #endif
-	pub64(&h->heartbeat_ns, mono_now_ns());
+	bd_store(&h->heartbeat_ns, bd_mono_ns());
 	state_flags_update(&h->flags, BARRIERD_FLAGS_STATE_MASK, BARRIERD_FLAG_STOPPED);
 	/* Values are unchanged: the wakes only make waiters re-check and see the flag. */
 	wake_all(sf);

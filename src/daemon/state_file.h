@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The state-file writer: create, lock, reset foreign files, map, and single-word stores. */
+/*
+ * The state-file writer: create, lock, check what an existing file holds, reset a foreign one,
+ * map it, and mark it stopped.  Every word of the file is published with one aligned store
+ * (bd_store, src/common/bd_sync.h).
+ */
 #ifndef BARRIERD_STATE_FILE_H
 #define BARRIERD_STATE_FILE_H
 
@@ -31,21 +35,6 @@ struct state_file {
  * A larger value in a file was written by someone else, and adopting it would let vtime wrap.
  */
 #define BARRIERD_VTIME_LIMIT (1ULL << 62)
-
-/*
- * Every field is published with a single aligned 64-bit store.  Release order keeps the
- * compiler from reordering our stores; on x86 it is a plain MOV, and TSO keeps stores in
- * program order for every observer.
- */
-static inline void pub64(uint64_t *p, uint64_t v)
-{
-	__atomic_store_n(p, v, __ATOMIC_RELEASE);
-}
-
-static inline uint64_t load64(const uint64_t *p)
-{
-	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-}
 
 /*
  * Change header.flags with one atomic read-modify-write (a CAS loop), so that no writer (the
@@ -81,8 +70,6 @@ void state_file_set_stopped(struct state_file *sf);
 void state_file_reset_foreign(struct state_file *sf);
 
 void state_file_close(struct state_file *sf);
-
-uint64_t mono_now_ns(void);
 
 /* FUTEX_WAKE (shared: clients map the file from other processes) on a word's low half. */
 int futex_wake_word(uint64_t *word);

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Refuse to run inside a time namespace with a CLOCK_MONOTONIC offset (BRIEF §3). */
+/*
+ * Refuse to run inside a time namespace with a CLOCK_MONOTONIC offset: every published time is
+ * host CLOCK_MONOTONIC (DESIGN rule 5; docs/DESIGN.md, "Assumptions").
+ */
 #ifndef BARRIERD_TIMENS_CHECK_H
 #define BARRIERD_TIMENS_CHECK_H
 

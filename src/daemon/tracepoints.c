@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "tracepoints.h"
+#include "kernel_files.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -41,16 +42,10 @@ int tracefs_find(char *dir, size_t len)
 static int read_id(const char *path, long *id)
 {
 	char buf[32];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = read_text_file(path, buf, sizeof(buf));
 
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = 0;
+	if (n < 0)
+		return (int)n;
 	*id = strtol(buf, NULL, 10);
 	return 0;
 }

@@ -8,9 +8,10 @@
 #   check_disasm.sh stamp  LIBBARRIERD   rule 5: barrierd_stamp_ns executes MFENCE then LFENCE
 #                                        before its clock call; barrierd_stamp_vtime executes
 #                                        MFENCE before its loads
-#   check_disasm.sh daemon BARRIERD      rules 2 and 3: publisher_pass reads the idle words with
-#                                        a locked instruction, and its credit sequence is a
-#                                        clock call, LFENCE, MFENCE in straight-line code
+#   check_disasm.sh daemon BARRIERD      rules 2 and 3: credit_snapshot (src/daemon/credit.c)
+#                                        reads the idle words with a locked instruction, and its
+#                                        credit sequence is a clock call, LFENCE, MFENCE in
+#                                        straight-line code
 #
 # Exit status: 0 the code has the ordering, 1 it does not (a finding), 2 the check could not run.
 
@@ -70,22 +71,23 @@ stamp)
 	printf '%s\n' "$b" | sed 's/^/    /'
 	;;
 daemon)
-	b=$(body publisher_pass)
-	[ -n "$b" ] || { echo "publisher_pass not found in $file" >&2; exit 2; }
+	fn=credit_snapshot
+	b=$(body $fn)
+	[ -n "$b" ] || { echo "$fn not found in $file" >&2; exit 2; }
 	# A locked read-modify-write: the idle words' RMW (rule 2).  A seq_cst load is a plain MOV.
 	n=$(printf '%s\n' "$b" | grep -c -E '^(lock |xchg +%[a-z0-9]+,[^,]*\()')
 	if [ "$n" -gt 0 ]; then
-		echo "publisher_pass: $n locked instruction(s):"
+		echo "$fn: $n locked instruction(s):"
 		printf '%s\n' "$b" | grep -E '^(lock |xchg +%[a-z0-9]+,[^,]*\()' | sed 's/^/    /'
 	else
-		echo "FAIL publisher_pass: no locked instruction: the idle word is not read with a" \
+		echo "FAIL $fn: no locked instruction: the idle word is not read with a" \
 			"locked RMW (rule 2)"
 		fail=1
 	fi
 	# The credit sequence: the clock, LFENCE, MFENCE, with no branch or call in between, so
 	# that nothing after it (the online mask's read, the RMWs) can come before the fences.
 	r=$(printf '%s\n' "$b" | awk '
-		/^call.*<(clock_gettime[^>]*|mono_ns)>/ { w = 1; l = 0; seq = "    " $0; next }
+		/^call.*<(clock_gettime[^>]*|bd_mono_ns)>/ { w = 1; l = 0; seq = "    " $0; next }
 		w { seq = seq "\n    " $0 }
 		w && /^lfence/ { l = 1; next }
 		w && l && /^mfence/ { print "ok"; print seq; found = 1; exit }
@@ -93,11 +95,11 @@ daemon)
 		END { if (!found) print "no" }')
 	case $r in
 	ok*)
-		echo "publisher_pass: clock read, LFENCE, MFENCE in straight-line code (rules 2, 3):"
+		echo "$fn: clock read, LFENCE, MFENCE in straight-line code (rules 2, 3):"
 		printf '%s\n' "$r" | sed 1d
 		;;
 	*)
-		echo "FAIL publisher_pass: no clock read followed by LFENCE then MFENCE before the" \
+		echo "FAIL $fn: no clock read followed by LFENCE then MFENCE before the" \
 			"next branch (rule 3's drain)"
 		fail=1
 		;;

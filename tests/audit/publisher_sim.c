@@ -18,6 +18,7 @@
  */
 #include "publisher.h"
 #include "state_file.h"
+#include "bd_sync.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -183,7 +184,7 @@ static int scenario_vtime_harvest(struct world *w)
 	if (ret)
 		goto out;
 	event(w, (uint64_t)w->sim);          /* carries the vtime it loaded: V */
-	v = load64(&w->sf.hdr->vtime);       /* the writer's barrierd_stamp_vtime() */
+	v = bd_load(&w->sf.hdr->vtime);	     /* the writer's barrierd_stamp_vtime() */
 	ret = pass(w, false);                /* folds the event */
 	published = w->sf.hdr->per_cpu[w->sim].last_interrupt_vtime;
 	if (!ret && published > v) {
@@ -219,13 +220,13 @@ static int scenario_restart(struct world *w)
 		free(w->slots);
 		return ret;
 	}
-	maxv = load64(&w->sf.hdr->last_interrupt_vtime);
+	maxv = bd_load(&w->sf.hdr->last_interrupt_vtime);
 	for (uint64_t c = 0; c < w->ncpu; c++) {
-		uint64_t pv = load64(&w->sf.hdr->per_cpu[c].last_interrupt_vtime);
+		uint64_t pv = bd_load(&w->sf.hdr->per_cpu[c].last_interrupt_vtime);
 
 		maxv = pv > maxv ? pv : maxv;
 	}
-	v = load64(&w->sf.hdr->vtime); /* a vtime stamp taken after the restart */
+	v = bd_load(&w->sf.hdr->vtime); /* a vtime stamp taken after the restart */
 	if (v <= maxv) {
 		printf("VIOLATION (rule 4): after a restart vtime is %llu, not above the published "
 		       "%llu: a stamp taken now is passed without any new evidence\n",
