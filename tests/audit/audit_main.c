@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * The evidence audit (BRIEF §7, issue 7).  A litmus test cannot tell a sound barrier from a
- * 1 ms sleep, so this checks the evidence itself: an independent BPF recorder (recorder.c)
- * logs every CPU's serialising events and idle intervals, clients run real barriers against
- * the real daemon and record (T, t_done], and for every completed barrier the auditor demands,
- * for every possible CPU, an event in (T, t_done] or an instant in it spent idle or offline.
+ * The evidence audit (tests/audit/README.md, section 2).  A litmus test cannot tell a sound barrier
+ * from a 1 ms sleep, so this checks the evidence itself: an independent BPF recorder (recorder.c)
+ * logs every CPU's serialising events and idle intervals, clients run real barriers against the
+ * real daemon and record (T, t_done], and for every completed barrier the auditor demands, for
+ * every possible CPU, an event in (T, t_done] or an instant in it spent idle or offline.
  *
  * Phases: a file left by another boot (no daemon, then a daemon that must reset it), an idle
  * machine, every CPU loaded, one CPU busy and one idle, a daemon restart with stamps taken
@@ -67,19 +67,19 @@ static void credit_snapshot(const struct barrierd *b, uint64_t out[4][3])
 {
 	size_t size;
 	const struct barrierd_header *h = barrierd_mapping(b, &size);
-	uint64_t xo = __atomic_load_n(&h->ext_offset, __ATOMIC_ACQUIRE);
-	uint64_t n = __atomic_load_n(&h->ncpu, __ATOMIC_ACQUIRE);
+	uint64_t xo = bd_load(&h->ext_offset);
+	uint64_t n = bd_load(&h->ncpu);
 	const struct barrierd_ext *x;
 
 	memset(out, 0, sizeof(uint64_t) * 12);
-	if (!(__atomic_load_n(&h->flags, __ATOMIC_ACQUIRE) & BARRIERD_FEAT_EXTENSION) || !xo ||
+	if (!(bd_load(&h->flags) & BARRIERD_FEAT_EXTENSION) || !xo ||
 	    xo + sizeof(*x) + n * sizeof(struct barrierd_ext_cpu) > size)
 		return;
 	x = (const void *)((const char *)h + xo);
 	for (uint64_t c = 0; c < n && c < 4; c++) {
-		out[c][0] = __atomic_load_n(&x->cpu[c].credit_event, __ATOMIC_ACQUIRE);
-		out[c][1] = __atomic_load_n(&x->cpu[c].credit_idle, __ATOMIC_ACQUIRE);
-		out[c][2] = __atomic_load_n(&x->cpu[c].credit_offline, __ATOMIC_ACQUIRE);
+		out[c][0] = bd_load(&x->cpu[c].credit_event);
+		out[c][1] = bd_load(&x->cpu[c].credit_idle);
+		out[c][2] = bd_load(&x->cpu[c].credit_offline);
 	}
 }
 
@@ -156,7 +156,7 @@ static pid_t spin_on(int cpu)
 
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		h_pin(cpu);
+		test_pin(cpu);
 		if (nice(19) < 0) {
 		}
 		for (;;)
@@ -169,7 +169,7 @@ static pid_t spin_on(int cpu)
 
 static void spin_stop(void)
 {
-	h_kill_all(A.spin, A.nspin);
+	test_kill_all(A.spin, A.nspin);
 	A.nspin = 0;
 }
 
@@ -177,7 +177,7 @@ static void daemon_pin(int cpu);
 
 /*
  * The daemon starts on the first online CPU while the others are (as far as we can make
- * them) idle: the state BRIEF §3 rule 2 warns about, in which an idle *counter* would start
+ * them) idle: the state DESIGN rule 2 guards against, in which an idle *counter* would start
  * with the wrong sense on every other CPU.  Once it runs, it may go anywhere.
  */
 static int daemon_start(void)
@@ -188,7 +188,7 @@ static int daemon_start(void)
 		int fd = open(A.h.log, O_WRONLY | O_CREAT | O_APPEND, 0644);
 
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		h_pin(A.online[0]);
+		test_pin(A.online[0]);
 		if (fd >= 0) {
 			dup2(fd, 1);
 			dup2(fd, 2);
@@ -314,16 +314,18 @@ static void audit_one(const struct barrier *b, size_t idx)
 		if (recorder_evidence(&A.rec, c, lo, hi, false, NULL, 0))
 			continue;
 		/*
-		 * Only the daemon's own locked instructions on that CPU (DESIGN.md 3.6), which
-		 * BRIEF §3 does not list as evidence?  Accepted, and counted, unless
-		 * --brief-evidence-only asks for the brief's list alone.
+		 * Only the daemon's own locked instructions on that CPU (its own-CPU credit,
+		 * DESIGN rule 7), which no tracepoint shows?  Accepted, and counted, unless
+		 * --brief-evidence-only asks for the kernel's evidence alone (rules 1 to 3).
 		 */
 		if (recorder_evidence(&A.rec, c, lo, hi, true, why, sizeof(why))) {
 			A.own_cpu_only[b->phase]++;
 			if (!A.brief_only)
 				continue;
-			snprintf(why, sizeof(why), "only the daemon's own locked instructions on it "
-						   "(its own-CPU credit), which BRIEF §3 does not list");
+			snprintf(why, sizeof(why),
+				 "only the daemon's own locked instructions on it "
+				 "(its own-CPU credit, DESIGN rule 7), which "
+				 "--brief-evidence-only does not accept");
 		}
 		violation(b, idx, "cpu %d has no event in (%llu, %llu] (%.3f us) and was not idle "
 				  "or offline in it: %s (daemon pid %d; credits to it during the "
@@ -373,15 +375,15 @@ static int do_barrier(struct barrierd *b, enum phase ph, enum kind k)
 
 	credit_snapshot(b, c0);
 	if (k == K_VTIME) {
-		r.t_before = rec_now();
+		r.t_before = bd_mono_ns();
 		r.stamp = barrierd_stamp_vtime(b);
 		r.rc = barrierd_wait_vtime(b, r.stamp, A.timeout_ns);
 	} else {
-		r.t_before = rec_now();
+		r.t_before = bd_mono_ns();
 		r.stamp = barrierd_stamp_ns(b);
 		r.rc = barrierd_wait(b, r.stamp, A.timeout_ns);
 	}
-	r.t_done = rec_now();
+	r.t_done = bd_mono_ns();
 	r.cpu = sched_getcpu();
 	credit_snapshot(b, c1);
 	for (int c = 0; c < 4; c++)
@@ -398,28 +400,11 @@ static int do_barrier(struct barrierd *b, enum phase ph, enum kind k)
  */
 static void raw_barrier(const struct barrierd_header *m, enum phase ph)
 {
-	struct barrier r = {.kind = K_RAW, .phase = (uint8_t)ph, .rc = -ETIMEDOUT};
-	struct timespec ts;
-	uint64_t start;
+	struct barrier r = {.kind = K_RAW, .phase = (uint8_t)ph};
 
-	r.t_before = rec_now();
-	__asm__ __volatile__("mfence; lfence" ::: "memory");
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	r.stamp = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-	start = r.stamp;
-	while (rec_now() - start < 1000000000ULL) {
-		uint32_t w = __atomic_load_n((const uint32_t *)&m->last_interrupt_ns,
-					     __ATOMIC_ACQUIRE);
-		struct timespec to = {0, 2000000L};
-
-		if (h_ld(&m->last_interrupt_ns) > r.stamp) {
-			r.rc = 0;
-			break;
-		}
-		syscall(SYS_futex, &m->doorbell, FUTEX_WAKE, 1, NULL, NULL, 0);
-		syscall(SYS_futex, &m->last_interrupt_ns, FUTEX_WAIT, w, &to, NULL, 0);
-	}
-	r.t_done = rec_now();
+	r.t_before = bd_mono_ns();
+	r.rc = h_raw_barrier(m, true, 2 * TEST_MS, TEST_SEC, &r.stamp);
+	r.t_done = bd_mono_ns();
 	r.cpu = sched_getcpu();
 	push(&r);
 }
@@ -434,7 +419,7 @@ static long count(long n)
 /* n barriers, every fourth a vtime barrier, audited every 100. */
 static int run_barriers(enum phase ph, long n, int vtime_every)
 {
-	uint64_t t0 = rec_now();
+	uint64_t t0 = bd_mono_ns();
 
 	for (long i = 0; i < n; i++) {
 		enum kind k = vtime_every && i % vtime_every == vtime_every - 1 ? K_VTIME : K_NS;
@@ -446,7 +431,7 @@ static int run_barriers(enum phase ph, long n, int vtime_every)
 	if (audit_pending())
 		return -1;
 	diag("phase %-7s %5ld barriers in %6.2f s", phase_name[ph], n,
-	     (double)(rec_now() - t0) / 1e9);
+	     (double)(bd_mono_ns() - t0) / 1e9);
 	return 0;
 }
 
@@ -487,7 +472,7 @@ static int write_stale_file(void)
 	uint8_t *buf = calloc(1, size);
 	struct barrierd_header *h = (void *)buf;
 	struct barrierd_ext *x;
-	uint64_t base = rec_now() + 10ULL * 86400 * 1000000000ULL; /* ten days from now */
+	uint64_t base = bd_mono_ns() + 10ULL * 86400 * 1000000000ULL; /* ten days from now */
 	FILE *f;
 	int fd, ok;
 
@@ -578,7 +563,7 @@ static int phase_stale(void)
 	}
 	if (recorder_follow_daemon())
 		return -1;
-	m = h_map(A.h.state, &sz);
+	m = map_ro(A.h.state, &sz);
 	if (!m) {
 		fatal("cannot map %s", A.h.state);
 		return -1;
@@ -609,7 +594,7 @@ static int phase_loaded(void)
 	pin_all();
 	for (int i = 0; i < A.nonline && i < 64; i++)
 		spin_on(A.online[i]);
-	h_sleep_ms(20); /* let the spinners settle on their CPUs */
+	test_sleep_ms(20); /* let the spinners settle on their CPUs */
 	ret = run_barriers(P_LOADED, count(1000), 4);
 	spin_stop();
 	return ret;
@@ -626,9 +611,9 @@ static int phase_mixed(void)
 		diag("phase mixed skipped: one CPU online");
 		return 0;
 	}
-	h_pin(A.online[0]);
+	test_pin(A.online[0]);
 	spin_on(A.online[A.nonline - 1]);
-	h_sleep_ms(20);
+	test_sleep_ms(20);
 	/*
 	 * First with the daemon free to run anywhere (it often lands on the busy CPU, whose
 	 * switches to it are evidence of their own), then pinned beside the client: the busy
@@ -642,10 +627,10 @@ static int phase_mixed(void)
 	}
 	spin_stop();
 	if (!ret) {
-		h_pin(A.online[A.nonline - 1]);
+		test_pin(A.online[A.nonline - 1]);
 		daemon_pin(A.online[A.nonline - 1]);
 		spin_on(A.online[0]);
-		h_sleep_ms(20);
+		test_sleep_ms(20);
 		ret = run_barriers(P_MIXED, count(250), 4);
 		spin_stop();
 	}
@@ -668,18 +653,18 @@ static int phase_restart(void)
 	if (open_client())
 		return -1;
 	if (A.nonline >= 2) {
-		h_pin(A.online[0]);
+		test_pin(A.online[0]);
 		spin_on(A.online[A.nonline - 1]);
 	}
-	h_sleep_ms(20);
+	test_sleep_ms(20);
 	for (int i = 0; i < count(40); i++)
 		do_barrier(A.b, P_RESTART, i % 4 == 3 ? K_VTIME : K_NS);
 	if (audit_pending())
 		goto out;
 
-	pre_ns.t_before = rec_now();
+	pre_ns.t_before = bd_mono_ns();
 	pre_ns.stamp = barrierd_stamp_ns(A.b);
-	pre_vt.t_before = rec_now();
+	pre_vt.t_before = bd_mono_ns();
 	pre_vt.stamp = barrierd_stamp_vtime(A.b);
 	A.oldest_open = pre_ns.t_before;
 	if (h_stop(&A.h) == -1) {
@@ -696,10 +681,10 @@ static int phase_restart(void)
 	if (A.nonline >= 2)
 		daemon_pin(A.online[0]);
 	pre_vt.rc = barrierd_wait_vtime(A.b, pre_vt.stamp, A.timeout_ns);
-	pre_vt.t_done = rec_now();
+	pre_vt.t_done = bd_mono_ns();
 	pre_vt.cpu = sched_getcpu();
 	pre_ns.rc = barrierd_wait(A.b, pre_ns.stamp, A.timeout_ns);
-	pre_ns.t_done = rec_now();
+	pre_ns.t_done = bd_mono_ns();
 	pre_ns.cpu = sched_getcpu();
 	push(&pre_vt);
 	push(&pre_ns);
@@ -735,7 +720,7 @@ static void timens_child(int wfd, long n)
 	int fd;
 	pid_t inner;
 
-	h_pin(A.online[0]);
+	test_pin(A.online[0]);
 	if (unshare(CLONE_NEWTIME))
 		_exit(10);
 	fd = open("/proc/self/timens_offsets", O_WRONLY);
@@ -747,12 +732,12 @@ static void timens_child(int wfd, long n)
 	if (inner == 0) {
 		if (barrierd_open(&b, A.h.state))
 			_exit(12);
-		h_sleep_ms(40);
+		test_sleep_ms(40);
 		for (long i = 0; i < n; i++) {
 			struct barrier r = {.phase = P_TIMENS};
 
 			r.kind = i % 4 == 3 ? K_TIMENS_VTIME : K_TIMENS;
-			r.t_before = rec_now() - (uint64_t)TIMENS_OFF_NS;
+			r.t_before = bd_mono_ns() - (uint64_t)TIMENS_OFF_NS;
 			if (r.kind == K_TIMENS_VTIME) {
 				r.stamp = barrierd_stamp_vtime(b);
 				r.rc = barrierd_wait_vtime(b, r.stamp, A.timeout_ns);
@@ -760,7 +745,7 @@ static void timens_child(int wfd, long n)
 				r.stamp = barrierd_stamp_ns(b);
 				r.rc = barrierd_wait(b, r.stamp, A.timeout_ns);
 			}
-			r.t_done = rec_now() - (uint64_t)TIMENS_OFF_NS;
+			r.t_done = bd_mono_ns() - (uint64_t)TIMENS_OFF_NS;
 			r.cpu = sched_getcpu();
 			if (write(wfd, &r, sizeof(r)) != sizeof(r))
 				_exit(13);
@@ -768,7 +753,7 @@ static void timens_child(int wfd, long n)
 		barrierd_close(b);
 		_exit(0);
 	}
-	int st = h_reap(inner, 120);
+	int st = test_reap(inner, 120);
 	_exit(st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : 20);
 }
 
@@ -799,7 +784,7 @@ static int phase_timens(void)
 		got++;
 	}
 	close(p[0]);
-	st = h_reap(pid, 120);
+	st = test_reap(pid, 120);
 	spin_stop();
 	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		fatal("the time-namespace client failed (status %d)", st);
@@ -862,7 +847,7 @@ int main(int argc, char **argv)
 	int (*const run[P_COUNT])(void) = {phase_stale,  phase_idle,    phase_loaded,
 					   phase_mixed,  phase_restart, phase_timens};
 	uint8_t online[AUDIT_MAX_CPUS];
-	uint64_t t0 = rec_now();
+	uint64_t t0 = bd_mono_ns();
 	int c, ret;
 
 	A.scale = 1.0;
@@ -947,7 +932,7 @@ int main(int argc, char **argv)
 			     phase_name[k], A.audited[k], A.audited[k] - A.audited_vtime[k],
 			     A.audited_vtime[k], A.errors[k], A.own_cpu_only[k]);
 	diag("  total    %6lu audited, %lu violations, %.1f s", A.audited_total, A.violations,
-	     (double)(rec_now() - t0) / 1e9);
+	     (double)(bd_mono_ns() - t0) / 1e9);
 	diag("  recorder: %llu records, %llu switches away from a task never traced",
 	     (unsigned long long)A.rec.records, (unsigned long long)A.rec.untraced_switches);
 

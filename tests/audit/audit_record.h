@@ -17,7 +17,7 @@
  * A pread() by the daemon (of the online mask, a sysfs file), entered and returned on this
  * CPU.  A sysfs read takes a mutex (a locked cmpxchg) on the reading CPU between the two: a
  * locked instruction there somewhere in [since, time].  This is how the audit sees the
- * daemon's own-CPU credit (docs/DESIGN.md 3.6), whose pass point, the daemon's own locked
+ * daemon's own-CPU credit (DESIGN rule 7), whose pass point, the daemon's own locked
  * RMWs, no tracepoint shows: the daemon reads the mask right before them, after its clock.
  */
 #define AUDIT_EV_LOCKED_KERNEL 4

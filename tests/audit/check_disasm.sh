@@ -1,9 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# Machine-code checks for orderings whose windows are nanoseconds wide, which no black-box test
-# can see (docs/DESIGN.md, "How soundness is checked").  They read what the compiler emitted,
-# so an "optimisation" of a fence or a locked instruction cannot slip through.
+# Machine-code checks for orderings whose windows are nanoseconds wide, which no black-box test can
+# see (tests/audit/README.md, section 3).  They read what the compiler emitted, so an "optimisation"
+# of a fence or a locked instruction cannot slip through.
 #
 #   check_disasm.sh stamp  LIBBARRIERD   rule 5: barrierd_stamp_ns executes MFENCE then LFENCE
 #                                        before its clock call; barrierd_stamp_vtime executes

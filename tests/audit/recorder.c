@@ -3,6 +3,7 @@
 #include "recorder.h"
 #include "audit_record.h"
 #include "audit_recorder.skel.h"
+#include "bd_sync.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -15,14 +16,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-uint64_t rec_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 static void sleep_us(long us)
 {
@@ -313,7 +306,7 @@ int recorder_attach(struct recorder *r)
 							  "local_timer_entry");
 	in->links[3] = bpf_program__attach(in->skel->progs.audit_sys_enter);
 	in->links[4] = bpf_program__attach(in->skel->progs.audit_sys_exit);
-	in->attach_ns = rec_now();
+	in->attach_ns = bd_mono_ns();
 	in->live = in->links[0] && in->links[1] && in->links[2] && in->links[3] && in->links[4];
 	pthread_mutex_unlock(&r->lock);
 	if (!in->live) {
@@ -334,7 +327,7 @@ int recorder_attach(struct recorder *r)
 	for (int c = 0; c < r->ncpu; c++) {
 		if (!online[c]) {
 			in->cpu[c].offline_at_attach = true;
-			in->cpu[c].offline_ns = rec_now();
+			in->cpu[c].offline_ns = bd_mono_ns();
 		}
 	}
 	pthread_mutex_unlock(&r->lock);
@@ -384,7 +377,7 @@ int recorder_retire(struct recorder *r, int keep)
 		 * probe attached, and its record is drained below (a probe still running on
 		 * another CPU finishes well within the pause).
 		 */
-		end = rec_now();
+		end = bd_mono_ns();
 		for (int k = 0; k < 5; k++) {
 			bpf_link__destroy(in->links[k]);
 			in->links[k] = NULL;
@@ -433,7 +426,7 @@ int recorder_flush(struct recorder *r, uint64_t *horizon)
 		return -1;
 	}
 	pthread_mutex_lock(&r->lock);
-	start = rec_now();
+	start = bd_mono_ns();
 	r->flush_tid = (uint32_t)gettid();
 	r->flush_start = start;
 	for (int i = 0; i < r->n_inst; i++)
@@ -449,9 +442,9 @@ int recorder_flush(struct recorder *r, uint64_t *horizon)
 	 * whose previous task is one of those the tracepoint never reports (recorder.c, the
 	 * switch chain) is not logged either: hop onto such a CPU again.
 	 */
-	deadline = rec_now() + 3000000000ULL;
-	rehop = rec_now() + 20000000ULL;
-	while (!complete && rec_now() < deadline) {
+	deadline = bd_mono_ns() + 3000000000ULL;
+	rehop = bd_mono_ns() + 20000000ULL;
+	while (!complete && bd_mono_ns() < deadline) {
 		pthread_mutex_lock(&r->lock);
 		drain_locked(r);
 		complete = true;
@@ -473,9 +466,9 @@ int recorder_flush(struct recorder *r, uint64_t *horizon)
 		pthread_mutex_unlock(&r->lock);
 		if (complete)
 			break;
-		if (rec_now() >= rehop) {
+		if (bd_mono_ns() >= rehop) {
 			hop(missing, r->ncpu);
-			rehop = rec_now() + 20000000ULL;
+			rehop = bd_mono_ns() + 20000000ULL;
 		} else {
 			sleep_us(1000);
 		}
@@ -554,31 +547,21 @@ void recorder_destroy(struct recorder *r)
 	pthread_mutex_destroy(&r->lock);
 }
 
-/* Index of the first event later than x in a sorted log. */
-static size_t upper_bound(const struct rec_ev *a, size_t n, uint64_t x)
+/*
+ * Index of the first element later than x in an array of n elements of elem_size bytes, each
+ * beginning with its uint64_t time, sorted by time (events once sorted; switches, whose times
+ * never decrease on one CPU).
+ */
+static size_t upper_bound(const void *a, size_t elem_size, size_t n, uint64_t x)
 {
 	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
+		uint64_t t;
 
-		if (a[mid].time <= x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* Index of the first switch later than x (switch times never decrease on one CPU). */
-static size_t sw_upper_bound(const struct rec_switch *a, size_t n, uint64_t x)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (a[mid].time <= x)
+		memcpy(&t, (const char *)a + mid * elem_size, sizeof(t));
+		if (t <= x)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -604,7 +587,7 @@ bool recorder_evidence(struct recorder *r, int cpu, uint64_t lo, uint64_t hi, bo
 		 * also have been entered after lo.
 		 */
 		sort_log(l);
-		k = upper_bound(l->ev, l->n_ev, lo);
+		k = upper_bound(l->ev, sizeof(*l->ev), l->n_ev, lo);
 		for (size_t m = k; m < l->n_ev && l->ev[m].time <= hi; m++)
 			if (l->ev[m].since > lo &&
 			    (daemon_reads || l->ev[m].kind != AUDIT_EV_LOCKED_KERNEL))
@@ -626,7 +609,7 @@ bool recorder_evidence(struct recorder *r, int cpu, uint64_t lo, uint64_t hi, bo
 		 * An idle interval that starts inside (lo, hi] starts with a switch, an event,
 		 * which the test above has already accepted.
 		 */
-		j = sw_upper_bound(l->sw, l->n_sw, lo);
+		j = upper_bound(l->sw, sizeof(*l->sw), l->n_sw, lo);
 		if (j > 0) {
 			const struct rec_switch *s = &l->sw[j - 1];
 			uint64_t end = j < l->n_sw ? l->sw[j].time : in->cover_end;

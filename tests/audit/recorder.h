@@ -17,14 +17,14 @@
 #define REC_AHEAD_MAX 256 /* out-of-order sequence numbers held per CPU (nested probes) */
 
 struct rec_ev {
-	uint64_t time;
+	uint64_t time;	/* first: upper_bound() finds it there */
 	uint64_t since; /* = time, but for a daemon's pread: its entry (audit_record.h) */
 	uint32_t kind;  /* AUDIT_EV_* */
 	uint32_t pad;
 };
 
 struct rec_switch {
-	uint64_t time;
+	uint64_t time; /* first, as in rec_ev */
 	uint32_t prev_pid, next_pid;
 };
 
@@ -75,8 +75,6 @@ struct recorder {
 	uint64_t records;
 	uint64_t untraced_switches; /* switches away from a task that never reached the tracepoint */
 };
-
-uint64_t rec_now(void);
 
 /* Possible CPUs (highest id + 1) and the online mask as a byte array; 0 or -errno. */
 int rec_possible_cpus(void);

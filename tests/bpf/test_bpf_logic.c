@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bd_sync.h"
 #include "test_env.h"
 #include "barrierd_slot.h"
 #include "barrierd_test.skel.h"
@@ -60,15 +61,6 @@ struct fixture {
 	uint32_t rec_cpu[RECORDS_MAX];
 	unsigned int bad_len; /* records whose size is not one CPU number */
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	/* bpf_ktime_get_ns() is CLOCK_MONOTONIC: the readings bracket a stamp. */
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* "0-1,4,6-7" -> online[i]; 0 or -errno. */
 static int read_online_cpus(bool *online, int n)
@@ -294,9 +286,10 @@ static void test_event_stamps(void **state)
 		if (!g_online[cpu])
 			continue;
 		snapshot(f, before);
-		t0 = now_ns();
+		/* bpf_ktime_get_ns() is CLOCK_MONOTONIC: the readings bracket a stamp. */
+		t0 = bd_mono_ns();
 		event(f, cpu, TID_APP);
-		t1 = now_ns();
+		t1 = bd_mono_ns();
 		s = slot_of(f, cpu);
 		expect_that(s.stamp >= t0 && s.stamp <= t1,
 			    "CPU %d: stamp %" PRIu64 " is not a CLOCK_MONOTONIC reading taken "
@@ -483,6 +476,22 @@ static void expect_idle(const struct fixture *f, int cpu, uint64_t want, uint64_
 /* 4. The idle word is the absolute state of what runs next, never a count of transitions. */
 static void test_idle_word(void **state)
 {
+	/* Switches from prev to next (0: the idle task), and the idle word after each. */
+	static const struct {
+		int prev, next;
+		uint64_t idle;
+		const char *when;
+	} steps[] = {
+	    /* Leaving idle with no recorded entry (attach while idle): still BUSY, not 1. */
+	    {0, TID_APP, BARRIERD_SLOT_BUSY, "idle -> task with no prior IDLE"},
+	    {TID_APP, TID_OTHER, BARRIERD_SLOT_BUSY, "task -> task"},
+	    {TID_OTHER, 0, BARRIERD_SLOT_IDLE, "task -> idle"},
+	    /* A second entry (a missed exit in between) must not flip it back. */
+	    {0, 0, BARRIERD_SLOT_IDLE, "idle -> idle"},
+	    {0, TID_APP, BARRIERD_SLOT_BUSY, "idle -> task"},
+	    {TID_APP, TID_OTHER, BARRIERD_SLOT_BUSY, "task -> task after an exit"},
+	    {TID_OTHER, 0, BARRIERD_SLOT_IDLE, "task -> idle again"},
+	};
 	struct fixture *f = *state;
 	struct slot_view *before = calloc((size_t)g_ncpu, sizeof(*before));
 
@@ -492,22 +501,10 @@ static void test_idle_word(void **state)
 			continue;
 		snapshot(f, before);
 		expect_idle(f, cpu, BARRIERD_SLOT_BUSY, 0, "fresh slot");
-		/* Leaving idle with no recorded entry (attach while idle): still BUSY, not 1. */
-		sched_switch(f, cpu, 0, TID_APP);
-		expect_idle(f, cpu, BARRIERD_SLOT_BUSY, 1, "idle -> task with no prior IDLE");
-		sched_switch(f, cpu, TID_APP, TID_OTHER);
-		expect_idle(f, cpu, BARRIERD_SLOT_BUSY, 2, "task -> task");
-		sched_switch(f, cpu, TID_OTHER, 0);
-		expect_idle(f, cpu, BARRIERD_SLOT_IDLE, 3, "task -> idle");
-		/* A second entry (a missed exit in between) must not flip it back. */
-		sched_switch(f, cpu, 0, 0);
-		expect_idle(f, cpu, BARRIERD_SLOT_IDLE, 4, "idle -> idle");
-		sched_switch(f, cpu, 0, TID_APP);
-		expect_idle(f, cpu, BARRIERD_SLOT_BUSY, 5, "idle -> task");
-		sched_switch(f, cpu, TID_APP, TID_OTHER);
-		expect_idle(f, cpu, BARRIERD_SLOT_BUSY, 6, "task -> task after an exit");
-		sched_switch(f, cpu, TID_OTHER, 0);
-		expect_idle(f, cpu, BARRIERD_SLOT_IDLE, 7, "task -> idle again");
+		for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+			sched_switch(f, cpu, steps[i].prev, steps[i].next);
+			expect_idle(f, cpu, steps[i].idle, i + 1, steps[i].when);
+		}
 		expect_others_unchanged(f, before, cpu);
 
 		/* switch_stamps is 0: these were idle tracking only, not evidence. */
@@ -546,9 +543,9 @@ static void test_switch_stamps(void **state)
 		expect_signals(f, cpu, 0, "switch with switch_stamps = 0");
 
 		f->skel->bss->switch_stamps = 1;
-		t0 = now_ns();
+		t0 = bd_mono_ns();
 		sched_switch(f, cpu, 0, TID_APP);
-		t1 = now_ns();
+		t1 = bd_mono_ns();
 		s = slot_of(f, cpu);
 		expect_that(s.stamp >= t0 && s.stamp <= t1,
 			    "CPU %d: with switch_stamps = 1 the switch's stamp %" PRIu64
@@ -686,14 +683,12 @@ static void test_xchg_test_object(void **state)
 		    true);
 }
 
-/* 7b. The production programs, loaded but never attached: no live slot is touched. */
-static void test_xchg_production(void **state)
+/* The production object, loaded (its slots sized for this machine) but never attached. */
+static struct barrierd_bpf *load_production(void)
 {
-	struct barrierd_bpf *skel;
+	struct barrierd_bpf *skel = barrierd_bpf__open();
 	int ret;
 
-	(void)state;
-	skel = barrierd_bpf__open();
 	expect_that(skel, "cannot open the production object: %s", strerror(errno));
 	ret = bpf_map__set_max_entries(skel->maps.slots, (uint32_t)g_ncpu);
 	if (!ret)
@@ -702,6 +697,16 @@ static void test_xchg_production(void **state)
 		barrierd_bpf__destroy(skel);
 		fail_msg("cannot load the production object: %s", strerror(-ret));
 	}
+	return skel;
+}
+
+/* 7b. The production programs, loaded but never attached: no live slot is touched. */
+static void test_xchg_production(void **state)
+{
+	struct barrierd_bpf *skel;
+
+	(void)state;
+	skel = load_production();
 	expect_xchg("barrierd_event", bpf_program__fd(skel->progs.barrierd_event), false);
 	expect_xchg("barrierd_switch", bpf_program__fd(skel->progs.barrierd_switch), true);
 	barrierd_bpf__destroy(skel);
@@ -720,15 +725,7 @@ static void test_whoami_production(void **state)
 	int ret;
 
 	(void)state;
-	skel = barrierd_bpf__open();
-	expect_that(skel, "cannot open the production object: %s", strerror(errno));
-	ret = bpf_map__set_max_entries(skel->maps.slots, (uint32_t)g_ncpu);
-	if (!ret)
-		ret = barrierd_bpf__load(skel);
-	if (ret) {
-		barrierd_bpf__destroy(skel);
-		fail_msg("cannot load the production object: %s", strerror(-ret));
-	}
+	skel = load_production();
 	ret = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.barrierd_whoami), &opts);
 	got = skel->bss->whoami_tid;
 	barrierd_bpf__destroy(skel);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Helpers for the barrierctl tests: run the binary as a subprocess with its output captured,
- * and write state files the way a daemon would (built from <barrierd.h>'s structs, the one
- * definition of the layout), with an optional thread that keeps chosen CPUs fresh.
+ * and check what it printed.  The state files they read come from the fake daemon
+ * (fake_daemon.h) or the real one (harness.h).
  *
  * Everything is static inline so each test file uses what it needs without warnings.
  */
@@ -14,9 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -25,34 +23,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bd_sync.h"
+#include "test_util.h"
+
 extern char **environ;
 
-#define CLI_MS 1000000ULL
-#define CLI_SEC 1000000000ULL
 #define CLI_HANG_GUARD_S 30 /* a run that takes this long is hung, not slow */
-
-static inline uint64_t cli_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * CLI_SEC + (uint64_t)ts.tv_nsec;
-}
-
-static inline void cli_sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
 
 /* ---------------------------------------------------------------------------------------- */
 /* Running barrierctl                                                                         */
@@ -192,11 +172,11 @@ static inline int cli_pump(struct cli_proc *p, int wait_ms, int *extra_fd)
 /* Collect everything, reap the child (killing it past the hang guard) and fill *r. */
 static inline void cli_finish(struct cli_proc *p, struct cli_result *r, int *extra_fd)
 {
-	uint64_t end = cli_now() + CLI_HANG_GUARD_S * CLI_SEC;
+	uint64_t end = bd_mono_ns() + CLI_HANG_GUARD_S * TEST_SEC;
 	int status = 0, hung = 0;
 
 	while (cli_pump(p, 100, extra_fd)) {
-		if (cli_now() > end) {
+		if (bd_mono_ns() > end) {
 			hung = 1;
 			kill(p->pid, SIGKILL);
 			break;
@@ -263,16 +243,23 @@ static inline void cli_argv(const char **argv, size_t max, bool trust, va_list a
 	argv[n] = NULL;
 }
 
+/* Run barrierctl with the arguments in ap (NULL-terminated); trust as in cli_argv(). */
+static inline void bctl_va(struct cli_result *r, bool trust, va_list ap)
+{
+	const char *argv[64];
+
+	cli_argv(argv, 64, trust, ap);
+	cli_run_argv(r, argv, NULL);
+}
+
 /* barrierctl ARGS... NULL, as given (for usage tests). */
 static inline void bctl_raw(struct cli_result *r, ...)
 {
-	const char *argv[64];
 	va_list ap;
 
 	va_start(ap, r);
-	cli_argv(argv, 64, false, ap);
+	bctl_va(r, false, ap);
 	va_end(ap);
-	cli_run_argv(r, argv, NULL);
 }
 
 /* barrierctl with a NULL-terminated array of arguments, as given. */
@@ -291,13 +278,11 @@ static inline void bctl_rawv(struct cli_result *r, const char *const *args)
 /* barrierctl COMMAND ARGS... NULL, trusting the test's own files. */
 static inline void bctl(struct cli_result *r, ...)
 {
-	const char *argv[64];
 	va_list ap;
 
 	va_start(ap, r);
-	cli_argv(argv, 64, true, ap);
+	bctl_va(r, true, ap);
 	va_end(ap);
-	cli_run_argv(r, argv, NULL);
 }
 
 /* Start barrierctl COMMAND ARGS... NULL in the background (stdout to out_fd if >= 0). */
@@ -311,6 +296,21 @@ static inline int bctl_start(struct cli_proc *p, int out_fd, ...)
 	va_end(ap);
 	return cli_start(p, argv, NULL, out_fd);
 }
+
+/* Print what the child said when an assertion is about to fail: the failure names the test. */
+static inline void cli_show(const struct cli_result *r)
+{
+	fprintf(stderr, "exit %d (signal %d)\n--- stdout ---\n%s--- stderr ---\n%s--------------\n",
+		r->code, r->sig, r->out, r->err);
+}
+
+/* Assert the exit code (cmocka), showing the child's output first when it differs. */
+#define expect_code(r, want)                                                                       \
+	do {                                                                                       \
+		if ((r)->code != (want))                                                           \
+			cli_show(r);                                                               \
+		assert_int_equal((r)->code, (want));                                               \
+	} while (0)
 
 /* Does python3 accept this text as JSON and does `check` (a Python expression on d) hold? */
 static inline int cli_json_check(const char *dir, const char *json, const char *check)
@@ -350,187 +350,6 @@ static inline int cli_count(const char *text, const char *needle)
 	for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle))
 		n++;
 	return n;
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* A state file written by the test                                                          */
-/* ---------------------------------------------------------------------------------------- */
-
-struct simfile {
-	char dir[PATH_MAX / 2];
-	char path[PATH_MAX];
-	uint64_t ncpu;
-	size_t size;
-	struct barrierd_header *h; /* read-write shared mapping: the daemon's side */
-	struct barrierd_ext *x;
-	uint64_t fresh_mask; /* __atomic: CPUs the refresher keeps at "now" */
-	pthread_t thread;
-	int running, stop; /* __atomic */
-};
-
-static inline void sim_st(uint64_t *p, uint64_t v)
-{
-	/* One aligned 64-bit store per word, as the daemon publishes. */
-	__asm__("" : "+r"(p));
-	__atomic_store_n(p, v, __ATOMIC_SEQ_CST);
-}
-
-static inline uint64_t sim_ld(const uint64_t *p)
-{
-	__asm__("" : "+r"(p));
-	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-}
-
-/*
- * A file as a live daemon leaves it: every CPU busy with evidence at `now`, the global value
- * their minimum, vtime above every per-CPU vtime, credit counters that differ per CPU and per
- * kind (so that a reader mixing them up shows), heartbeat now with a 10 s period (a slow test
- * machine never sees it go stale by accident).  In a fresh 0755 directory under /tmp.
- */
-static inline int sim_create(struct simfile *s, uint64_t ncpu)
-{
-	uint64_t now = cli_now();
-	struct barrierd_header *h;
-	struct barrierd_ext *x;
-	int fd, ret = 0;
-
-	memset(s, 0, sizeof(*s));
-	s->ncpu = ncpu;
-	s->size = barrierd_file_size(ncpu);
-	snprintf(s->dir, sizeof(s->dir), "/tmp/barrierctl-test.XXXXXX");
-	if (!mkdtemp(s->dir) || chmod(s->dir, 0755))
-		return -errno;
-	snprintf(s->path, sizeof(s->path), "%s/state", s->dir);
-	fd = open(s->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, (off_t)s->size) || fchmod(fd, 0644))
-		ret = -errno;
-	h = ret ? MAP_FAILED : mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (!ret && h == MAP_FAILED)
-		ret = -errno;
-	close(fd);
-	if (ret)
-		return ret;
-	x = (struct barrierd_ext *)((char *)h + barrierd_ext_offset(ncpu));
-	s->h = h;
-	s->x = x;
-	h->ncpu = ncpu;
-	h->magic = BARRIERD_MAGIC;
-	h->abi_major = BARRIERD_ABI_MAJOR;
-	h->abi_minor = BARRIERD_ABI_MINOR;
-	h->header_size = sizeof(*h);
-	h->cpu_stride = sizeof(struct barrierd_cpu);
-	h->generation = 7;
-	h->heartbeat_ns = now;
-	h->heartbeat_period_ns = 10 * CLI_SEC;
-	h->daemon_pid = 4242;
-	for (int i = 0; i < 16; i++)
-		h->boot_id[i] = (uint8_t)(0x10 + i);
-	h->ext_offset = barrierd_ext_offset(ncpu);
-	for (uint64_t c = 0; c < ncpu; c++) {
-		h->per_cpu[c].last_interrupt_ns = now;
-		h->per_cpu[c].last_interrupt_vtime = 1000 - c;
-		x->cpu[c].state = BARRIERD_CPU_BUSY;
-		x->cpu[c].credit_event = 100 + c;
-		x->cpu[c].credit_idle = 200 + c;
-		x->cpu[c].credit_offline = 300 + c;
-	}
-	h->vtime = 1000;
-	h->last_interrupt_ns = now;
-	h->last_interrupt_vtime = 1000 - (ncpu - 1);
-	x->ext_size = s->size - barrierd_ext_offset(ncpu);
-	x->ext_header_size = sizeof(*x);
-	x->ext_cpu_stride = sizeof(struct barrierd_ext_cpu);
-	x->last_advance_ns = now;
-	x->last_advance_cause = BARRIERD_CAUSE_IDLE | (1ULL << 8);
-	x->passes = 55;
-	x->credit_passes = 5;
-	x->doorbell_rings = 3;
-	/* Flags last, as the daemon does: the file is complete before it says "running". */
-	sim_st(&h->flags, BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION | BARRIERD_FEAT_DOORBELL);
-	return 0;
-}
-
-/* Fold the per-CPU values into the global one (their minimum), waking its waiters. */
-static inline void sim_fold(struct simfile *s)
-{
-	uint64_t mn = UINT64_MAX;
-
-	for (uint64_t c = 0; c < s->ncpu; c++) {
-		uint64_t v = sim_ld(&s->h->per_cpu[c].last_interrupt_ns);
-
-		mn = v < mn ? v : mn;
-	}
-	sim_st(&s->h->last_interrupt_ns, mn);
-	syscall(SYS_futex, &s->h->last_interrupt_ns, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-}
-
-/* CPU c: this state, with its evidence age_ms old. */
-static inline void sim_cpu(struct simfile *s, uint64_t c, uint64_t state, uint64_t age_ms)
-{
-	uint64_t now = cli_now();
-
-	sim_st(&s->x->cpu[c].state, state);
-	sim_st(&s->h->per_cpu[c].last_interrupt_ns, now - age_ms * CLI_MS);
-	sim_fold(s);
-}
-
-static inline void *sim_refresh_main(void *arg)
-{
-	struct simfile *s = arg;
-
-	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
-		uint64_t now = cli_now(), mask = __atomic_load_n(&s->fresh_mask, __ATOMIC_ACQUIRE);
-
-		for (uint64_t c = 0; c < s->ncpu && c < 64; c++)
-			if (mask & (1ULL << c))
-				sim_st(&s->h->per_cpu[c].last_interrupt_ns, now);
-		sim_fold(s);
-		sim_st(&s->h->heartbeat_ns, now);
-		cli_sleep_ms(2);
-	}
-	return NULL;
-}
-
-/*
- * Keep the CPUs in mask at "now" (and the heartbeat) every 2 ms, like a daemon serving busy
- * CPUs, so that a default 50 ms threshold holds however slowly barrierctl starts.
- */
-static inline int sim_refresh(struct simfile *s, uint64_t mask)
-{
-	__atomic_store_n(&s->fresh_mask, mask, __ATOMIC_RELEASE);
-	if (s->running)
-		return 0;
-	__atomic_store_n(&s->stop, 0, __ATOMIC_RELEASE);
-	if (pthread_create(&s->thread, NULL, sim_refresh_main, s))
-		return -EAGAIN;
-	s->running = 1;
-	return 0;
-}
-
-static inline void sim_refresh_stop(struct simfile *s)
-{
-	if (!s->running)
-		return;
-	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
-	pthread_join(s->thread, NULL);
-	s->running = 0;
-}
-
-static inline void sim_destroy(struct simfile *s)
-{
-	char cmd[PATH_MAX + 32];
-
-	sim_refresh_stop(s);
-	if (s->h)
-		munmap(s->h, s->size);
-	s->h = NULL;
-	if (s->dir[0]) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", s->dir);
-		if (system(cmd) != 0)
-			fprintf(stderr, "cleanup of %s failed\n", s->dir);
-	}
 }
 
 #endif

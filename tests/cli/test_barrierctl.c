@@ -14,37 +14,24 @@
 #include <sched.h>
 
 #include "cli_run.h"
+#include "fake_daemon.h"
 
 #define MAN_PAGE BARRIERD_SOURCE_DIR "/docs/barrierctl.8"
 
-static struct simfile S;
+static struct fake_daemon S;
 
 static int setup(void **state)
 {
 	(void)state;
-	return sim_create(&S, 4) ? -1 : 0;
+	return fake_create(&S, 4, FAKE_LABELLED) ? -1 : 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	sim_destroy(&S);
+	fake_destroy(&S);
 	return 0;
 }
-
-/* Print what the child said when an assertion is about to fail: the failure names the test. */
-static void show(const struct cli_result *r)
-{
-	fprintf(stderr, "exit %d (signal %d)\n--- stdout ---\n%s--- stderr ---\n%s--------------\n",
-		r->code, r->sig, r->out, r->err);
-}
-
-#define expect_code(r, want)                                                                       \
-	do {                                                                                       \
-		if ((r)->code != (want))                                                           \
-			show(r);                                                                   \
-		assert_int_equal((r)->code, (want));                                               \
-	} while (0)
 
 /* The lag that the text table shows for one CPU, or -1. */
 static double text_lag(const char *out, unsigned cpu, char *state, size_t state_len)
@@ -84,6 +71,22 @@ static const char *text_row(const char *out, unsigned cpu)
 		}
 	}
 	return "";
+}
+
+/*
+ * barrierctl status --json on d's file, with the default lag threshold or threshold_ms: it
+ * exits with code, and the Python expression check holds of the JSON it printed.
+ */
+static void status_json(const struct fake_daemon *d, const char *threshold_ms, int code,
+			const char *check)
+{
+	struct cli_result r;
+
+	bctl(&r, "status", "--state", d->path, "--json", threshold_ms ? "--lag-threshold" : NULL,
+	     threshold_ms, NULL);
+	expect_code(&r, code);
+	assert_int_equal(cli_json_check(d->dir, r.out, check), 0);
+	cli_result_free(&r);
 }
 
 /* ---- usage ---- */
@@ -136,7 +139,7 @@ static void usage_errors(void **state)
 		bctl_rawv(&r, a);
 		if (r.code != 64 || strncmp(r.err, "barrierctl: ", 12) != 0 ||
 			cli_count(r.err, "\n") != 1 || r.out_len != 0) {
-			show(&r);
+			cli_show(&r);
 			fail_msg("barrierctl%s: want exit 64 and one line on stderr", label);
 		}
 		cli_result_free(&r);
@@ -236,7 +239,7 @@ static void help_agrees_with_man_page(void **state)
 	FILE *f;
 
 	(void)state;
-	sim_cpu(&S, 2, BARRIERD_CPU_IDLE, 5000); /* so last_advance etc. are all present */
+	fake_set_cpu(&S, 2, BARRIERD_CPU_IDLE, 5000); /* so last_advance etc. are all present */
 	bctl_raw(&r, "--help", NULL);
 	expect_code(&r, 0);
 	snprintf(help_path, sizeof(help_path), "%s/help.txt", S.dir);
@@ -261,7 +264,7 @@ static void help_agrees_with_man_page(void **state)
 	if (py.code != 0)
 		fail_msg("--help and docs/barrierctl.8 disagree:\n%s", py.err);
 	cli_result_free(&py);
-	sim_cpu(&S, 2, BARRIERD_CPU_BUSY, 0);
+	fake_set_cpu(&S, 2, BARRIERD_CPU_BUSY, 0);
 }
 
 /* ---- status: exit codes 0 and 1, numbers ---- */
@@ -271,7 +274,7 @@ static void status_healthy(void **state)
 	struct cli_result r;
 
 	(void)state;
-	assert_int_equal(sim_refresh(&S, 0xf), 0);
+	assert_int_equal(fake_start_ticker(&S, 0xf), 0);
 	bctl(&r, "status", "--state", S.path, NULL);
 	expect_code(&r, 0);
 	assert_non_null(strstr(r.out, ": healthy"));
@@ -290,28 +293,23 @@ static void status_healthy(void **state)
 	assert_non_null(strstr(text_row(r.out, 3), " 303"));
 	cli_result_free(&r);
 
-	bctl(&r, "status", "--state", S.path, "--json", NULL);
-	expect_code(&r, 0);
-	assert_int_equal(
-		cli_json_check(S.dir, r.out,
-			   "d['health'] == 'healthy' and d['exit_code'] == 0 and "
-			   "d['ncpu'] == 4 and len(d['cpus']) == 4 and "
-			   "d['lagging_cpus'] == 0 and d['daemon']['live'] and "
-			   "d['daemon']['pid'] == 4242 and d['daemon']['generation'] == 7 and "
-			   "not d['daemon']['armed'] and "
-			   "d['daemon']['heartbeat_period_ms'] == 10000 and "
-			   "d['abi_major'] == 1 and d['vtime'] == 1000 and "
-			   "d['boot_id'] == '10111213-1415-1617-1819-1a1b1c1d1e1f' and "
-			   "d['last_advance']['cause'] == 'idle' and "
-			   "d['last_advance']['cpu'] == 1 and d['passes'] == 55 and "
-			   "d['credit_passes'] == 5 and d['doorbell_rings'] == 3 and "
-			   "all(c['cpu'] == i and c['state'] == 'busy' and not c['lagging'] "
-			   "and c['credit_event'] == 100 + i and c['credit_idle'] == 200 + i "
-			   "and c['credit_offline'] == 300 + i and c['vtime_lag'] == i "
-			   "and 0 <= c['lag_ms'] < 50 for i, c in enumerate(d['cpus']))"),
-		0);
-	cli_result_free(&r);
-	sim_refresh_stop(&S);
+	status_json(&S, NULL, 0,
+		    "d['health'] == 'healthy' and d['exit_code'] == 0 and "
+		    "d['ncpu'] == 4 and len(d['cpus']) == 4 and "
+		    "d['lagging_cpus'] == 0 and d['daemon']['live'] and "
+		    "d['daemon']['pid'] == 4242 and d['daemon']['generation'] == 7 and "
+		    "not d['daemon']['armed'] and "
+		    "d['daemon']['heartbeat_period_ms'] == 10000 and "
+		    "d['abi_major'] == 1 and d['vtime'] == 1000 and "
+		    "d['boot_id'] == '10111213-1415-1617-1819-1a1b1c1d1e1f' and "
+		    "d['last_advance']['cause'] == 'idle' and "
+		    "d['last_advance']['cpu'] == 1 and d['passes'] == 55 and "
+		    "d['credit_passes'] == 5 and d['doorbell_rings'] == 3 and "
+		    "all(c['cpu'] == i and c['state'] == 'busy' and not c['lagging'] "
+		    "and c['credit_event'] == 100 + i and c['credit_idle'] == 200 + i "
+		    "and c['credit_offline'] == 300 + i and c['vtime_lag'] == i "
+		    "and 0 <= c['lag_ms'] < 50 for i, c in enumerate(d['cpus']))");
+	fake_stop_ticker(&S);
 }
 
 /* A busy CPU 2 s behind: degraded (1), flagged, with its lag shown right. */
@@ -322,8 +320,8 @@ static void status_degraded(void **state)
 	double lag;
 
 	(void)state;
-	assert_int_equal(sim_refresh(&S, 0xf & ~(1u << 2)), 0);
-	sim_cpu(&S, 2, BARRIERD_CPU_BUSY, 2000);
+	assert_int_equal(fake_start_ticker(&S, 0xf & ~(1u << 2)), 0);
+	fake_set_cpu(&S, 2, BARRIERD_CPU_BUSY, 2000);
 	bctl(&r, "status", "--state", S.path, NULL);
 	expect_code(&r, 1);
 	assert_non_null(strstr(r.out, "degraded, 1 CPU lagging more than 50 ms"));
@@ -334,26 +332,21 @@ static void status_degraded(void **state)
 	assert_null(strstr(text_row(r.out, 1), "LAGGING"));
 	cli_result_free(&r);
 
-	bctl(&r, "status", "--state", S.path, "--json", NULL);
-	expect_code(&r, 1);
-	assert_int_equal(
-		cli_json_check(S.dir, r.out,
-			   "d['health'] == 'degraded' and d['exit_code'] == 1 and "
-			   "d['lagging_cpus'] == 1 and d['cpus'][2]['lagging'] and "
-			   "2000 <= d['cpus'][2]['lag_ms'] < 12000 and "
-			   "2000 <= d['last_interrupt_age_ms'] < 12000 and "
-			   "d['lag_threshold_ms'] == 50 and "
-			   "not any(c['lagging'] for c in d['cpus'] if c['cpu'] != 2)"),
-		0);
-	cli_result_free(&r);
+	status_json(&S, NULL, 1,
+		    "d['health'] == 'degraded' and d['exit_code'] == 1 and "
+		    "d['lagging_cpus'] == 1 and d['cpus'][2]['lagging'] and "
+		    "2000 <= d['cpus'][2]['lag_ms'] < 12000 and "
+		    "2000 <= d['last_interrupt_age_ms'] < 12000 and "
+		    "d['lag_threshold_ms'] == 50 and "
+		    "not any(c['lagging'] for c in d['cpus'] if c['cpu'] != 2)");
 
 	/* Below the threshold it is not lagging. */
 	bctl(&r, "status", "--state", S.path, "--lag-threshold", "60000", NULL);
 	expect_code(&r, 0);
 	assert_null(strstr(r.out, "LAGGING"));
 	cli_result_free(&r);
-	sim_refresh_stop(&S);
-	sim_cpu(&S, 2, BARRIERD_CPU_BUSY, 0);
+	fake_stop_ticker(&S);
+	fake_set_cpu(&S, 2, BARRIERD_CPU_BUSY, 0);
 }
 
 /*
@@ -363,33 +356,29 @@ static void status_degraded(void **state)
  */
 static void status_lag_against_now(void **state)
 {
-	uint64_t fold = cli_now() - 1500 * CLI_MS;
+	uint64_t fold = bd_mono_ns() - 1500 * TEST_MS;
 	struct cli_result r;
 
 	(void)state;
 	for (uint64_t c = 0; c < 4; c++)
-		sim_st(&S.h->per_cpu[c].last_interrupt_ns, fold - c * CLI_MS);
-	sim_fold(&S);
-	bctl(&r, "status", "--state", S.path, "--json", NULL);
-	expect_code(&r, 1);
-	assert_int_equal(cli_json_check(S.dir, r.out,
-					"all(c['lag_ms'] >= 1500 + i and c['behind_ms'] == i "
-					"and c['lagging'] == (c['state'] in ('busy', 'unknown')) "
-					"for i, c in enumerate(d['cpus'])) "
-					"and d['health'] == 'degraded'"),
-			 0);
-	cli_result_free(&r);
+		bd_store(&S.h->per_cpu[c].last_interrupt_ns, fold - c * TEST_MS);
+	fake_refold(&S);
+	status_json(&S, NULL, 1,
+		    "all(c['lag_ms'] >= 1500 + i and c['behind_ms'] == i "
+		    "and c['lagging'] == (c['state'] in ('busy', 'unknown')) "
+		    "for i, c in enumerate(d['cpus'])) "
+		    "and d['health'] == 'degraded'");
 
 	/* CPU 3 brought no evidence for 100 ms before the latest fold: lagging. */
-	sim_st(&S.h->per_cpu[3].last_interrupt_ns, fold - 100 * CLI_MS);
-	sim_fold(&S);
+	bd_store(&S.h->per_cpu[3].last_interrupt_ns, fold - 100 * TEST_MS);
+	fake_refold(&S);
 	bctl(&r, "status", "--state", S.path, NULL);
 	expect_code(&r, 1);
 	assert_non_null(strstr(text_row(r.out, 3), " 100.000 "));
 	assert_non_null(strstr(text_row(r.out, 3), "LAGGING"));
 	cli_result_free(&r);
 	for (uint64_t c = 0; c < 4; c++)
-		sim_cpu(&S, c, BARRIERD_CPU_BUSY, 0);
+		fake_set_cpu(&S, c, BARRIERD_CPU_BUSY, 0);
 }
 
 /* Exact numbers: vtime lags and a lag in the sub-second range, in the table and the JSON. */
@@ -399,9 +388,9 @@ static void status_lag_numbers(void **state)
 	double lag;
 
 	(void)state;
-	sim_cpu(&S, 0, BARRIERD_CPU_BUSY, 1234);
-	sim_cpu(&S, 1, BARRIERD_CPU_IDLE, 777);
-	sim_st(&S.h->per_cpu[1].last_interrupt_vtime, 990);
+	fake_set_cpu(&S, 0, BARRIERD_CPU_BUSY, 1234);
+	fake_set_cpu(&S, 1, BARRIERD_CPU_IDLE, 777);
+	bd_store(&S.h->per_cpu[1].last_interrupt_vtime, 990);
 	bctl(&r, "status", "--state", S.path, "--lag-threshold", "60000", NULL);
 	expect_code(&r, 0);
 	lag = text_lag(r.out, 0, NULL, 0);
@@ -412,71 +401,57 @@ static void status_lag_numbers(void **state)
 	assert_non_null(strstr(text_row(r.out, 1), " 10 "));
 	cli_result_free(&r);
 
-	bctl(&r, "status", "--state", S.path, "--json", "--lag-threshold", "60000", NULL);
-	expect_code(&r, 0);
-	assert_int_equal(
-		cli_json_check(S.dir, r.out,
-			   "1234 <= d['cpus'][0]['lag_ms'] < 11234 and "
-			   "777 <= d['cpus'][1]['lag_ms'] < 10777 and "
-			   "d['cpus'][1]['vtime_lag'] == 10 and "
-			   "d['cpus'][1]['last_interrupt_vtime'] == 990 and "
-			   "d['cpus'][0]['vtime_lag'] == 0 and "
-			   "d['now_ns'] - d['cpus'][0]['last_interrupt_ns'] >= 1234000000 and "
-			   "d['cpus'][1]['state'] == 'idle'"),
-		0);
-	cli_result_free(&r);
-	sim_st(&S.h->per_cpu[1].last_interrupt_vtime, 999);
-	sim_cpu(&S, 0, BARRIERD_CPU_BUSY, 0);
-	sim_cpu(&S, 1, BARRIERD_CPU_BUSY, 0);
+	status_json(&S, "60000", 0,
+		    "1234 <= d['cpus'][0]['lag_ms'] < 11234 and "
+		    "777 <= d['cpus'][1]['lag_ms'] < 10777 and "
+		    "d['cpus'][1]['vtime_lag'] == 10 and "
+		    "d['cpus'][1]['last_interrupt_vtime'] == 990 and "
+		    "d['cpus'][0]['vtime_lag'] == 0 and "
+		    "d['now_ns'] - d['cpus'][0]['last_interrupt_ns'] >= 1234000000 and "
+		    "d['cpus'][1]['state'] == 'idle'");
+	bd_store(&S.h->per_cpu[1].last_interrupt_vtime, 999);
+	fake_set_cpu(&S, 0, BARRIERD_CPU_BUSY, 0);
+	fake_set_cpu(&S, 1, BARRIERD_CPU_BUSY, 0);
 }
 
 /* Idle, offline and daemon CPUs are never lagging, however old; unknown ones are. */
 static void status_idle_offline_daemon_not_flagged(void **state)
 {
-	struct simfile s5;
+	struct fake_daemon s5;
 	struct cli_result r;
 
 	(void)state;
-	assert_int_equal(sim_create(&s5, 5), 0);
-	assert_int_equal(sim_refresh(&s5, (1u << 0) | (1u << 4)), 0);
-	sim_cpu(&s5, 1, BARRIERD_CPU_IDLE, 10000);
-	sim_cpu(&s5, 2, BARRIERD_CPU_OFFLINE, 10000);
-	sim_cpu(&s5, 3, BARRIERD_CPU_DAEMON, 10000);
+	assert_int_equal(fake_create(&s5, 5, FAKE_LABELLED), 0);
+	assert_int_equal(fake_start_ticker(&s5, (1u << 0) | (1u << 4)), 0);
+	fake_set_cpu(&s5, 1, BARRIERD_CPU_IDLE, 10000);
+	fake_set_cpu(&s5, 2, BARRIERD_CPU_OFFLINE, 10000);
+	fake_set_cpu(&s5, 3, BARRIERD_CPU_DAEMON, 10000);
 	bctl(&r, "status", "--state", s5.path, NULL);
 	expect_code(&r, 0);
 	assert_null(strstr(r.out, "LAGGING"));
 	assert_true(text_lag(r.out, 1, NULL, 0) >= 10000);
 	cli_result_free(&r);
-	bctl(&r, "status", "--state", s5.path, "--json", NULL);
-	expect_code(&r, 0);
-	assert_int_equal(cli_json_check(s5.dir, r.out,
-					"[c['state'] for c in d['cpus']] == "
-					"['busy', 'idle', 'offline', 'daemon', 'busy'] and "
-					"not any(c['lagging'] for c in d['cpus']) and "
-					"all(c['lag_ms'] >= 10000 for c in d['cpus'][1:4]) and "
-					"d['lagging_cpus'] == 0 and d['health'] == 'healthy'"),
-			 0);
-	cli_result_free(&r);
+	status_json(&s5, NULL, 0,
+		    "[c['state'] for c in d['cpus']] == "
+		    "['busy', 'idle', 'offline', 'daemon', 'busy'] and "
+		    "not any(c['lagging'] for c in d['cpus']) and "
+		    "all(c['lag_ms'] >= 10000 for c in d['cpus'][1:4]) and "
+		    "d['lagging_cpus'] == 0 and d['health'] == 'healthy'");
 
 	/* No sched_switch seen yet: as good as busy. */
-	assert_int_equal(sim_refresh(&s5, 1u << 0), 0);
-	sim_cpu(&s5, 4, BARRIERD_CPU_UNKNOWN, 10000);
-	bctl(&r, "status", "--state", s5.path, "--json", NULL);
-	expect_code(&r, 1);
-	assert_int_equal(
-		cli_json_check(s5.dir, r.out,
-			   "d['cpus'][4]['state'] == 'unknown' and d['cpus'][4]['lagging'] "
-			   "and d['lagging_cpus'] == 1"),
-		0);
-	cli_result_free(&r);
+	assert_int_equal(fake_start_ticker(&s5, 1u << 0), 0);
+	fake_set_cpu(&s5, 4, BARRIERD_CPU_UNKNOWN, 10000);
+	status_json(&s5, NULL, 1,
+		    "d['cpus'][4]['state'] == 'unknown' and d['cpus'][4]['lagging'] "
+		    "and d['lagging_cpus'] == 1");
 	/* A state value this version does not know is judged like unknown. */
-	sim_cpu(&s5, 4, 99, 10000);
+	fake_set_cpu(&s5, 4, 99, 10000);
 	bctl(&r, "status", "--state", s5.path, NULL);
 	expect_code(&r, 1);
 	assert_non_null(strstr(text_row(r.out, 4), "unknown"));
 	assert_non_null(strstr(text_row(r.out, 4), "LAGGING"));
 	cli_result_free(&r);
-	sim_destroy(&s5);
+	fake_destroy(&s5);
 }
 
 /* ---- exit code 3: no daemon publishes ---- */
@@ -489,55 +464,46 @@ static void status_not_running(void **state)
 
 	(void)state;
 	/* Stopped flag. */
-	sim_st(&S.h->flags, BARRIERD_FLAG_STOPPED | BARRIERD_FEAT_EXTENSION);
+	bd_store(&S.h->flags, BARRIERD_FLAG_STOPPED | BARRIERD_FEAT_EXTENSION);
 	bctl(&r, "status", "--state", S.path, NULL);
 	expect_code(&r, 3);
 	assert_non_null(strstr(r.out, "not running (stopped flag set)"));
 	cli_result_free(&r);
-	bctl(&r, "status", "--state", S.path, "--json", NULL);
-	expect_code(&r, 3);
-	assert_int_equal(cli_json_check(S.dir, r.out,
-					"d['health'] == 'stopped' and d['exit_code'] == 3 and "
-					"d['daemon']['stopped'] and not d['daemon']['live']"),
-			 0);
-	cli_result_free(&r);
+	status_json(&S, NULL, 3,
+		    "d['health'] == 'stopped' and d['exit_code'] == 3 and "
+		    "d['daemon']['stopped'] and not d['daemon']['live']");
 
 	/* Neither flag: a daemon that never finished starting. */
-	sim_st(&S.h->flags, BARRIERD_FEAT_EXTENSION);
+	bd_store(&S.h->flags, BARRIERD_FEAT_EXTENSION);
 	bctl(&r, "status", "--state", S.path, NULL);
 	expect_code(&r, 3);
 	assert_non_null(strstr(r.out, "running flag clear"));
 	cli_result_free(&r);
 
 	/* Running flag, but the heartbeat is more than 3 periods old: killed or wedged. */
-	sim_st(&S.h->flags, running);
-	sim_st(&S.h->heartbeat_period_ns, 100 * CLI_MS);
-	sim_st(&S.h->heartbeat_ns, cli_now() - 5 * CLI_SEC);
-	sim_cpu(&S, 1, BARRIERD_CPU_BUSY, 10000); /* lagging too: not what to report */
-	bctl(&r, "status", "--state", S.path, "--json", NULL);
-	expect_code(&r, 3);
-	assert_int_equal(
-		cli_json_check(S.dir, r.out,
-			   "d['health'] == 'stale' and d['daemon']['running'] and "
-			   "not d['daemon']['live'] and d['daemon']['heartbeat_age_ms'] >= "
-			   "5000 and d['daemon']['heartbeat_period_ms'] == 100"),
-		0);
-	cli_result_free(&r);
+	bd_store(&S.h->flags, running);
+	bd_store(&S.h->heartbeat_period_ns, 100 * TEST_MS);
+	bd_store(&S.h->heartbeat_ns, bd_mono_ns() - 5 * TEST_SEC);
+	fake_set_cpu(&S, 1, BARRIERD_CPU_BUSY, 10000); /* lagging too: not what to report */
+	status_json(&S, NULL, 3,
+		    "d['health'] == 'stale' and d['daemon']['running'] and "
+		    "not d['daemon']['live'] and d['daemon']['heartbeat_age_ms'] >= "
+		    "5000 and d['daemon']['heartbeat_period_ms'] == 100");
 
 	/* Within 3 periods it is alive: the library's rule exactly. */
-	sim_st(&S.h->heartbeat_period_ns, 60 * CLI_SEC);
+	bd_store(&S.h->heartbeat_period_ns, 60 * TEST_SEC);
 	bctl(&r, "status", "--state", S.path, NULL);
 	expect_code(&r, 1);
 	cli_result_free(&r);
 	/* A nonsense period is replaced by the library's 100 ms, so 5 s is stale again. */
-	sim_st(&S.h->heartbeat_period_ns, 0);
+	bd_store(&S.h->heartbeat_period_ns, 0);
 	bctl(&r, "status", "--state", S.path, NULL);
 	expect_code(&r, 3);
 	cli_result_free(&r);
 
-	sim_st(&S.h->heartbeat_period_ns, 10 * CLI_SEC);
-	sim_st(&S.h->heartbeat_ns, cli_now());
-	sim_cpu(&S, 1, BARRIERD_CPU_BUSY, 0);
+	bd_store(&S.h->heartbeat_period_ns, 10 * TEST_SEC);
+	bd_store(&S.h->heartbeat_ns, bd_mono_ns());
+	fake_set_cpu(&S, 1, BARRIERD_CPU_BUSY, 0);
 }
 
 /* ---- exit code 4: unusable or untrusted files ---- */
@@ -564,7 +530,7 @@ static void expect_unusable(const char *path, const char *why)
 		else
 			bctl(&r, cmds[i], "--state", path, NULL);
 		if (r.code != 4 || !strstr(r.err, why) || cli_count(r.err, "\n") != 1) {
-			show(&r);
+			cli_show(&r);
 			fail_msg("%s on %s: want exit 4 and one line saying '%s'", cmds[i], path,
 				 why);
 		}
@@ -626,7 +592,7 @@ static void status_unusable(void **state)
 	expect_unusable(sub, "untrusted");
 
 	/* A heartbeat later than our clock: a file from an earlier boot. */
-	h->heartbeat_ns = cli_now() + 3600 * CLI_SEC;
+	h->heartbeat_ns = bd_mono_ns() + 3600 * TEST_SEC;
 	write_copy(path, img, S.size, 0644);
 	expect_unusable(path, "later than this boot's clock");
 
@@ -642,7 +608,7 @@ static void watch_not_a_tty(void **state)
 	struct cli_result r;
 
 	(void)state;
-	assert_int_equal(sim_refresh(&S, 0xf), 0);
+	assert_int_equal(fake_start_ticker(&S, 0xf), 0);
 	bctl(&r, "watch", "--state", S.path, "--count", "3", "--interval", "10", NULL);
 	expect_code(&r, 0);
 	assert_null(strchr(r.out, '\033'));
@@ -654,12 +620,12 @@ static void watch_not_a_tty(void **state)
 	cli_result_free(&r);
 
 	/* Its exit code is its last table's. */
-	sim_refresh_stop(&S);
-	sim_cpu(&S, 0, BARRIERD_CPU_BUSY, 3000);
+	fake_stop_ticker(&S);
+	fake_set_cpu(&S, 0, BARRIERD_CPU_BUSY, 3000);
 	bctl(&r, "watch", "--state", S.path, "--count", "1", NULL);
 	expect_code(&r, 1);
 	cli_result_free(&r);
-	sim_cpu(&S, 0, BARRIERD_CPU_BUSY, 0);
+	fake_set_cpu(&S, 0, BARRIERD_CPU_BUSY, 0);
 }
 
 static void watch_on_a_tty(void **state)
@@ -701,8 +667,8 @@ static void watch_stops_on_signal(int sig)
 					"--lag-threshold", "60000", NULL),
 			 0);
 	/* Wait for the first table, so the signal surely reaches the watch loop. */
-	end = cli_now() + CLI_HANG_GUARD_S * CLI_SEC;
-	while (!strstr(p.r.out, "  CPU  STATE") && cli_now() < end)
+	end = bd_mono_ns() + CLI_HANG_GUARD_S * TEST_SEC;
+	while (!strstr(p.r.out, "  CPU  STATE") && bd_mono_ns() < end)
 		cli_pump(&p, 50, NULL);
 	kill(p.pid, sig);
 	cli_finish(&p, &r, NULL);
@@ -732,23 +698,23 @@ static void wait_passes(void **state)
 	double ms = -1;
 
 	(void)state;
-	assert_int_equal(sim_refresh(&S, 0xf), 0);
+	assert_int_equal(fake_start_ticker(&S, 0xf), 0);
 	bctl(&r, "wait", "--state", S.path, "--timeout", "10000", NULL);
 	expect_code(&r, 0);
 	assert_int_equal(sscanf(r.out, "barrier passed in %lf ms", &ms), 1);
 	assert_true(ms >= 0 && ms < 10000);
 	cli_result_free(&r);
-	sim_refresh_stop(&S);
+	fake_stop_ticker(&S);
 }
 
 /* Nobody advances the values: a timeout (2) that names the CPUs holding it back. */
 static void wait_times_out(void **state)
 {
 	struct cli_result r;
-	uint64_t t0 = cli_now();
+	uint64_t t0 = bd_mono_ns();
 
 	(void)state;
-	sim_st(&S.h->heartbeat_ns, cli_now());
+	bd_store(&S.h->heartbeat_ns, bd_mono_ns());
 	bctl(&r, "wait", "--state", S.path, "--timeout", "50", NULL);
 	expect_code(&r, 2);
 	assert_non_null(strstr(r.err, "timed out: no barrier within 50 ms"));
@@ -757,7 +723,7 @@ static void wait_times_out(void **state)
 	assert_int_equal(cli_count(r.err, "\n"), 1);
 	assert_int_equal(r.out_len, 0);
 	cli_result_free(&r);
-	assert_true(cli_now() - t0 < 10 * CLI_SEC);
+	assert_true(bd_mono_ns() - t0 < 10 * TEST_SEC);
 }
 
 static void wait_not_running(void **state)
@@ -767,12 +733,12 @@ static void wait_not_running(void **state)
 	struct cli_result r;
 
 	(void)state;
-	sim_st(&S.h->flags, BARRIERD_FLAG_STOPPED | BARRIERD_FEAT_EXTENSION);
+	bd_store(&S.h->flags, BARRIERD_FLAG_STOPPED | BARRIERD_FEAT_EXTENSION);
 	bctl(&r, "wait", "--state", S.path, "--timeout", "5000", NULL);
 	expect_code(&r, 3);
 	assert_non_null(strstr(r.err, "the daemon is not running"));
 	cli_result_free(&r);
-	sim_st(&S.h->flags, running);
+	bd_store(&S.h->flags, running);
 }
 
 /* ---- bench: the plumbing, with methods that need no daemon ---- */
@@ -844,13 +810,13 @@ static void bench_state_problems(void **state)
 	assert_non_null(strstr(r.out, "global-expedited"));
 	cli_result_free(&r);
 
-	sim_st(&S.h->flags, BARRIERD_FLAG_STOPPED | BARRIERD_FEAT_EXTENSION);
+	bd_store(&S.h->flags, BARRIERD_FLAG_STOPPED | BARRIERD_FEAT_EXTENSION);
 	bctl(&r, "bench", "-n", "2", "--state", S.path, "--method", "vtime", NULL);
 	expect_code(&r, 3);
 	assert_non_null(strstr(r.out, "vtime              unavailable: the daemon is not running"));
 	cli_result_free(&r);
-	sim_st(&S.h->flags,
-	       BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION | BARRIERD_FEAT_DOORBELL);
+	bd_store(&S.h->flags,
+		 BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION | BARRIERD_FEAT_DOORBELL);
 }
 
 /* Processes whose command line contains marker (barrierctl and the spinners it forked). */
@@ -914,11 +880,11 @@ static void bench_load_spinners(void **state)
 	assert_int_equal(bctl_start(&p, -1, "bench", "-n", "1000000", "--method", "mprotect",
 				    "--load", "--csv", marker, NULL),
 			 0);
-	end = cli_now() + CLI_HANG_GUARD_S * CLI_SEC;
-	while ((n = count_procs(marker)) < ncpu + 1 && cli_now() < end)
-		cli_sleep_ms(10);
+	end = bd_mono_ns() + CLI_HANG_GUARD_S * TEST_SEC;
+	while ((n = count_procs(marker)) < ncpu + 1 && bd_mono_ns() < end)
+		test_sleep_ms(10);
 	assert_int_equal(n, ncpu + 1);
-	cli_sleep_ms(100);
+	test_sleep_ms(100);
 	kill(p.pid, SIGINT);
 	cli_finish(&p, &r, NULL);
 	expect_code(&r, 130);

@@ -9,7 +9,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "../integration/harness.h"
+#include "harness.h"
 #include "cli_run.h"
 
 static struct harness H;
@@ -25,10 +25,10 @@ static int group_setup(void **state)
 	h_mkdir(&H);
 	if (h_start(&H, -1, NULL))
 		return -1;
-	m = h_map(H.state, &sz);
+	m = map_ro(H.state, &sz);
 	if (!m)
 		return -1;
-	ncpu = h_ld(&m->ncpu);
+	ncpu = bd_load(&m->ncpu);
 	munmap((void *)m, sz);
 	return 0;
 }
@@ -40,19 +40,6 @@ static int group_teardown(void **state)
 	h_rmdir(&H);
 	return 0;
 }
-
-static void show(const struct cli_result *r)
-{
-	fprintf(stderr, "exit %d (signal %d)\n--- stdout ---\n%s--- stderr ---\n%s--------------\n",
-		r->code, r->sig, r->out, r->err);
-}
-
-#define expect_code(r, want)                                                                       \
-	do {                                                                                       \
-		if ((r)->code != (want))                                                           \
-			show(r);                                                                   \
-		assert_int_equal((r)->code, (want));                                               \
-	} while (0)
 
 /* Table rows: lines that start with a CPU number. */
 static uint64_t count_rows(const char *out)
@@ -90,7 +77,7 @@ static void status_live(void **state)
 			break;
 		printf("attempt %d: exit %d\n%s", attempt, r.code, r.out);
 		cli_result_free(&r);
-		h_sleep_ms(200);
+		test_sleep_ms(200);
 	}
 	expect_code(&r, 0);
 	assert_non_null(strstr(r.out, ": healthy"));

@@ -10,33 +10,6 @@
 
 #include "harness.h"
 
-
-
-/* One barrier by hand: fenced stamp, futex wait on the low half with a timeout, recheck. */
-static int manual_barrier(const struct barrierd_header *m, uint64_t *t_out)
-{
-	struct timespec ts;
-	uint64_t t, start;
-
-	__asm__ __volatile__("mfence; lfence" ::: "memory");
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	t = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-	start = t;
-	*t_out = t;
-	for (;;) {
-		uint32_t w = __atomic_load_n((const uint32_t *)&m->last_interrupt_ns, __ATOMIC_ACQUIRE);
-		struct timespec to = {0, 2 * 1000000L};
-
-		if (h_ld(&m->last_interrupt_ns) > t)
-			return 0;
-		if (h_now() - start > 5000000000ULL)
-			return -ETIMEDOUT; /* hang guard */
-		/* Ask for idle credit, as the library does before sleeping. */
-		syscall(SYS_futex, &m->doorbell, FUTEX_WAKE, 1, NULL, NULL, 0);
-		syscall(SYS_futex, &m->last_interrupt_ns, FUTEX_WAIT, w, &to, NULL, 0);
-	}
-}
-
 static void two_hundred_barriers(void **state)
 {
 	const struct barrierd_header *m;
@@ -44,14 +17,15 @@ static void two_hundred_barriers(void **state)
 
 	(void)state;
 	assert_int_equal(h_start(&H, -1, NULL), 0);
-	m = h_map(H.state, &sz);
+	m = map_ro(H.state, &sz);
 	assert_non_null(m);
 	for (int i = 0; i < 200; i++) {
 		uint64_t t;
 
-		assert_int_equal(manual_barrier(m, &t), 0);
+		/* By hand, ringing for idle credit as the library does; hang guard 5 s. */
+		assert_int_equal(h_raw_barrier(m, true, 2 * TEST_MS, 5 * TEST_SEC, &t), 0);
 		for (uint64_t c = 0; c < m->ncpu; c++)
-			if (h_ld(&m->per_cpu[c].last_interrupt_ns) <= t)
+			if (bd_load(&m->per_cpu[c].last_interrupt_ns) <= t)
 				fail_msg("barrier %d: cpu %llu value %llu not after stamp %llu", i,
 					 (unsigned long long)c,
 					 (unsigned long long)m->per_cpu[c].last_interrupt_ns,
@@ -65,7 +39,7 @@ static void two_hundred_barriers(void **state)
 
 		assert_int_equal(barrierd_wait(b, t, 5000000000LL), 0);
 		for (uint64_t c = 0; c < m->ncpu; c++)
-			assert_true(h_ld(&m->per_cpu[c].last_interrupt_ns) > t);
+			assert_true(bd_load(&m->per_cpu[c].last_interrupt_ns) > t);
 	}
 	barrierd_close(b);
 	munmap((void *)m, sz);
@@ -86,25 +60,25 @@ static void idle_cpu_credited(int pin)
 
 	if (ncpu < 2)
 		test_skip_or_fail("needs two CPUs");
-	h_pin(pin);
+	test_pin(pin);
 	assert_int_equal(h_start(&H, pin, NULL), 0);
-	m = h_map(H.state, &sz);
+	m = map_ro(H.state, &sz);
 	assert_non_null(m);
 	x = (const void *)((const char *)m + m->ext_offset);
 	assert_int_equal(barrierd_open(&b, H.state), 0);
 	for (long c = 0; c < ncpu && c < 64; c++)
-		before[c] = h_ld(&x->cpu[c].credit_idle);
+		before[c] = bd_load(&x->cpu[c].credit_idle);
 	for (int i = 0; i < 100; i++)
 		assert_int_equal(barrierd_barrier(b, 5000000000LL), 0);
 	for (long c = 0; c < ncpu && c < 64; c++) {
 		if (c == pin)
 			continue;
-		if (h_ld(&x->cpu[c].credit_idle) <= before[c])
+		if (bd_load(&x->cpu[c].credit_idle) <= before[c])
 			fail_msg("cpu %ld (idle, daemon and waiter on %d) was never credited idle", c,
 				 pin);
 		printf("cpu %ld: %llu idle credits in 100 barriers (events %llu)\n", c,
-		       (unsigned long long)(h_ld(&x->cpu[c].credit_idle) - before[c]),
-		       (unsigned long long)h_ld(&x->cpu[c].credit_event));
+		       (unsigned long long)(bd_load(&x->cpu[c].credit_idle) - before[c]),
+		       (unsigned long long)bd_load(&x->cpu[c].credit_event));
 	}
 	barrierd_close(b);
 	munmap((void *)m, sz);
@@ -144,37 +118,25 @@ static void watermark_stress(void **state)
 
 	(void)state;
 	/* CPUs busy before the daemon's first pass, so that its watermark starts armed. */
-	ns = h_spinners(spin, 64);
+	ns = test_spinners(spin, 64);
 	if (h_start(&H, -1, extra)) {
-		h_kill_all(spin, ns);
+		test_kill_all(spin, ns);
 		fail_msg("daemon did not start");
 	}
-	m = h_map(H.state, &sz);
+	m = map_ro(H.state, &sz);
 	assert_non_null(m);
 	for (int i = 0; i < 3000; i++) {
-		uint64_t t, start = h_now();
-		struct timespec ts;
+		uint64_t t, start = bd_mono_ns();
 
-		__asm__ __volatile__("mfence; lfence" ::: "memory");
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		t = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-		while (h_ld(&m->last_interrupt_ns) <= t) {
-			uint32_t w = __atomic_load_n((const uint32_t *)&m->last_interrupt_ns,
-						     __ATOMIC_ACQUIRE);
-			struct timespec to = {0, 20 * 1000000L};
-
-			if (h_ld(&m->last_interrupt_ns) > t)
-				break;
-			if (h_now() - start > 3000000000ULL) {
-				h_kill_all(spin, ns);
-				fail_msg("barrier %d stalled 3 s with busy CPUs: a signal was lost", i);
-			}
-			syscall(SYS_futex, &m->last_interrupt_ns, FUTEX_WAIT, w, &to, NULL, 0);
+		/* No ring: the busy CPUs' own events must end every barrier. */
+		if (h_raw_barrier(m, false, 20 * TEST_MS, 3 * TEST_SEC, &t)) {
+			test_kill_all(spin, ns);
+			fail_msg("barrier %d stalled 3 s with busy CPUs: a signal was lost", i);
 		}
-		int ms = (int)((h_now() - start) / 1000000);
+		int ms = (int)((bd_mono_ns() - start) / 1000000);
 		worst_ms = ms > worst_ms ? ms : worst_ms;
 	}
-	h_kill_all(spin, ns);
+	test_kill_all(spin, ns);
 	printf("3000 barriers without doorbell, CPUs busy: worst %d ms\n", worst_ms);
 	munmap((void *)m, sz);
 }
@@ -184,8 +146,8 @@ static void original_layout_client(void **state)
 	(void)state;
 	assert_int_equal(h_start(&H, -1, NULL), 0);
 	/* No doorbell: idle CPUs are credited by the slow timer, as membarrier(GLOBAL) would. */
-	assert_int_equal(h_system("%s/tests/integration/original_client '%s' 100",
-				  BARRIERD_BINARY_DIR, H.state),
+	assert_int_equal(test_system("%s/tests/integration/original_client '%s' 100",
+				     BARRIERD_BINARY_DIR, H.state),
 			 0);
 }
 

@@ -113,23 +113,23 @@ static void time_namespace_client(void **state)
 		waitpid(inner, &st, 0);
 		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 20);
 	}
-	h1 = h_now();
+	h1 = bd_mono_ns();
 	assert_int_equal(wr(to_child[1], h1), 0);
 	assert_int_equal(rd(to_host[0], &s), 0);
-	h2 = h_now();
+	h2 = bd_mono_ns();
 	printf("host %llu < stamp %llu < host %llu (namespace offset %ld s)\n",
 	       (unsigned long long)h1, (unsigned long long)s, (unsigned long long)h2, off);
 	assert_true(h1 < s && s < h2);
 
 	kill(H.pid, SIGSTOP);
-	assert_int_equal(wr(to_child[1], h_now()), 0);
+	assert_int_equal(wr(to_child[1], bd_mono_ns()), 0);
 	assert_int_equal(rd(to_host[0], &ok), 0);
 	kill(H.pid, SIGCONT);
 	assert_true(ok); /* not passed while nobody could publish */
-	assert_int_equal(wr(to_child[1], h_now()), 0);
+	assert_int_equal(wr(to_child[1], bd_mono_ns()), 0);
 	assert_int_equal(rd(to_host[0], &ok), 0);
 	assert_true(ok);
-	int st = h_reap(pid, 20);
+	int st = test_reap(pid, 20);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
@@ -155,7 +155,7 @@ static int setns_kid(struct barrierd *b, uint64_t s1, int first_call_is_wait)
 	}
 	if (kid < 0)
 		return -1;
-	st = h_reap(kid, 10);
+	st = test_reap(kid, 10);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
@@ -229,7 +229,7 @@ static void fork_child_without_files(void **state)
 			_exit(11);
 		_exit(barrierd_wait(b, s, 5000000000LL) == 0 && barrierd_passed(b, s) ? 0 : 12);
 	}
-	st = h_reap(kid, 20);
+	st = test_reap(kid, 20);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
 	barrierd_close(b);
@@ -242,7 +242,7 @@ static void setns_case(const char *offs)
 
 	if (pid == 0)
 		_exit(setns_child(offs));
-	st = h_reap(pid, 20);
+	st = test_reap(pid, 20);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
@@ -309,18 +309,18 @@ static void killed_daemon(void **state)
 	assert_int_equal(barrierd_open_opts(&with_fb, H.state, &fb), 0);
 	assert_int_equal(barrierd_barrier(plain, 5000000000LL), 0);
 	kill(H.pid, SIGKILL);
-	assert_true(h_reap(H.pid, 10) != -1);
+	assert_true(test_reap(H.pid, 10) != -1);
 	H.pid = -1;
 
-	t0 = h_now();
+	t0 = bd_mono_ns();
 	assert_int_equal(barrierd_barrier(plain, -1), -ESTALE); /* no timeout: liveness ends it */
-	t1 = h_now();
+	t1 = bd_mono_ns();
 	printf("no fallback: -ESTALE after %.1f ms\n", (double)(t1 - t0) / 1e6);
 	assert_true(t1 - t0 < 5000000000ULL); /* hang guard */
 
-	t0 = h_now();
+	t0 = bd_mono_ns();
 	assert_int_equal(barrierd_barrier(with_fb, -1), 0); /* membarrier(GLOBAL) did the work */
-	t1 = h_now();
+	t1 = bd_mono_ns();
 	printf("fallback: membarrier after %.1f ms\n", (double)(t1 - t0) / 1e6);
 	barrierd_close(plain);
 	barrierd_close(with_fb);

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * Rule 6 (DESIGN 3.11) against a detach from outside the main thread: the sched_switch
- * program's link destroyed by another thread while the daemon's main thread sleeps, as bpftool
- * or a bug elsewhere could.  The slot of an idle CPU then stays IDLE forever, even once that
- * CPU runs user code.  The main thread's next wake-up (a ring) is a switch *in*, which no
- * switch count sees, so a check of the counts before the credit cannot tell; the daemon must
- * still give no idle credit to a CPU that runs a user task after the detach, and must exit.
+ * DESIGN rule 6 against a detach from outside the main thread: the sched_switch program's link
+ * destroyed by another thread while the daemon's main thread sleeps, as bpftool or a bug elsewhere
+ * could.  The slot of an idle CPU then stays IDLE forever, even once that CPU runs user code.  The
+ * main thread's next wake-up (a ring) is a switch *in*, which no switch count sees, so a check of
+ * the counts before the credit cannot tell; the daemon must still give no idle credit to a CPU that
+ * runs a user task after the detach, and must exit.
  *
  * Runs the test-only daemon build (barrierd-testhooks): on SIGUSR1 a thread of its own waits
  * 100 ms and destroys the sched_switch link.
@@ -21,7 +21,6 @@
 #include "harness.h"
 #include "barrierd_slot.h"
 
-#define MS (1000000LL)
 #define HOOK_LINE "test hook: sched_switch program detached by another thread"
 #define TRIES 10
 /*
@@ -97,6 +96,15 @@ static void read_slot(int fd, uint32_t cpu, struct barrierd_slot *s)
 /* The spinner, killed by the teardown if an assertion leaves it running. */
 static pid_t spinner = -1;
 
+static void stop_spinner(void)
+{
+	if (spinner > 0) {
+		kill(spinner, SIGKILL);
+		waitpid(spinner, NULL, 0);
+		spinner = -1;
+	}
+}
+
 /* A busy loop pinned to cpu; returns once it runs there. */
 static pid_t start_spinner(int cpu)
 {
@@ -108,7 +116,7 @@ static pid_t start_spinner(int cpu)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		close(p[0]);
-		h_pin(cpu);
+		test_pin(cpu);
 		here = sched_getcpu();
 		if (write(p[1], &here, sizeof(here)) != sizeof(here))
 			_exit(1);
@@ -172,9 +180,9 @@ static int log_line_since(long from, const char *needle, const char *but_not)
 static int wait_word(const uint64_t *p, uint64_t mask, uint64_t v, int equal, int ms)
 {
 	for (int i = 0; i < ms / 2; i++) {
-		if (((h_ld(p) & mask) == v) == equal)
+		if (((bd_load(p) & mask) == v) == equal)
 			return 0;
-		h_sleep_ms(2);
+		test_sleep_ms(2);
 	}
 	return -1;
 }
@@ -199,10 +207,10 @@ static int attempt(int n)
 	H.pid = h_spawn_bin(&H, hooks_bin(), 0, args); /* on CPU 0, with us */
 	assert_int_equal(h_wait_running(&H, H.pid), 0);
 	assert_int_equal(barrierd_open(&b, H.state), 0);
-	assert_int_equal(barrierd_barrier(b, 5000 * MS), 0); /* every CPU's state is known */
-	m = h_map(H.state, &sz);
+	assert_int_equal(barrierd_barrier(b, 5 * TEST_SEC), 0); /* every CPU's state is known */
+	m = map_ro(H.state, &sz);
 	assert_non_null(m);
-	x = (const struct barrierd_ext *)((const char *)m + h_ld(&m->ext_offset));
+	x = (const struct barrierd_ext *)((const char *)m + bd_load(&m->ext_offset));
 	fd = slots_map(H.pid);
 	assert_true(fd >= 0);
 
@@ -211,10 +219,10 @@ static int attempt(int n)
 	 * run them every few ms).  Then right after a heartbeat tick: the next is a second away.
 	 */
 	assert_int_equal(wait_word(&m->flags, BARRIERD_FLAG_ARMED, 0, 1, 5000), 0);
-	assert_int_equal(wait_word(&m->heartbeat_ns, ~0ULL, h_ld(&m->heartbeat_ns), 0, 3000), 0);
-	h_sleep_ms(5); /* let that tick's fold finish */
-	hb = h_ld(&m->heartbeat_ns);
-	passes = h_ld(&x->passes);
+	assert_int_equal(wait_word(&m->heartbeat_ns, ~0ULL, bd_load(&m->heartbeat_ns), 0, 3000), 0);
+	test_sleep_ms(5); /* let that tick's fold finish */
+	hb = bd_load(&m->heartbeat_ns);
+	passes = bd_load(&x->passes);
 	assert_int_equal(kill(H.pid, SIGUSR1), 0);
 	for (int i = 0; i < 2500 && !h_log_has_since(&H, mark, HOOK_LINE); i++) {
 		if (waitpid(H.pid, &status, WNOHANG) == H.pid) {
@@ -223,7 +231,7 @@ static int attempt(int n)
 				 "program: is SIGUSR1 hooked in %s?",
 				 status, hooks_bin());
 		}
-		h_sleep_ms(2);
+		test_sleep_ms(2);
 	}
 	if (!h_log_has_since(&H, mark, HOOK_LINE))
 		fail_msg("no \"%s\" within 5 s", HOOK_LINE);
@@ -237,11 +245,11 @@ static int attempt(int n)
 		print_message("attempt %d: CPU 1 was not idle at the detach; again\n", n);
 		goto again;
 	}
-	credit0 = h_ld(&x->cpu[1].credit_idle);
+	credit0 = bd_load(&x->cpu[1].credit_idle);
 
 	/* A user task on CPU 1, which the detached program never sees switching in. */
 	spinner = start_spinner(1);
-	h_sleep_ms(50);
+	test_sleep_ms(50);
 	read_slot(fd, 1, &s1);
 	assert_int_equal(s1.idle, BARRIERD_SLOT_IDLE);
 	assert_int_equal(s1.switches, s0.switches); /* detached: the spinner's switch unseen */
@@ -249,12 +257,12 @@ static int attempt(int n)
 	assert_int_equal(tstate, 'R');
 	/* Nothing has judged the detach yet. */
 	assert_int_equal(waitpid(H.pid, &status, WNOHANG), 0);
-	assert_int_equal(h_ld(&x->cpu[1].credit_idle), credit0);
+	assert_int_equal(bd_load(&x->cpu[1].credit_idle), credit0);
 	/*
 	 * And the main thread has not run a pass since the detach (a heartbeat on a loaded
 	 * machine): its next wake-up is our ring, the case the old check cannot see.
 	 */
-	if (h_ld(&m->heartbeat_ns) != hb || h_ld(&x->passes) != passes) {
+	if (bd_load(&m->heartbeat_ns) != hb || bd_load(&x->passes) != passes) {
 		print_message("attempt %d: the daemon ran a pass before the ring; again\n", n);
 		goto again;
 	}
@@ -267,13 +275,11 @@ static int attempt(int n)
 			H.pid = -1;
 			break;
 		}
-		h_sleep_ms(20);
+		test_sleep_ms(20);
 	}
-	credit1 = h_ld(&x->cpu[1].credit_idle);
+	credit1 = bd_load(&x->cpu[1].credit_idle);
 	assert_int_equal(task_cpu(spinner, &tstate), 1); /* it ran there throughout */
-	kill(spinner, SIGKILL);
-	waitpid(spinner, NULL, 0);
-	spinner = -1;
+	stop_spinner();
 	close(fd);
 	barrierd_close(b);
 	munmap((void *)m, sz);
@@ -291,11 +297,7 @@ static int attempt(int n)
 	return 1;
 
 again:
-	if (spinner > 0) {
-		kill(spinner, SIGKILL);
-		waitpid(spinner, NULL, 0);
-		spinner = -1;
-	}
+	stop_spinner();
 	close(fd);
 	barrierd_close(b);
 	munmap((void *)m, sz);
@@ -308,7 +310,7 @@ static void detach_outside_no_idle_credit(void **state)
 	int done = 0;
 
 	(void)state;
-	h_pin(0); /* CPU 1 stays idle but for what the kernel runs there */
+	test_pin(0); /* CPU 1 stays idle but for what the kernel runs there */
 	for (int i = 1; i <= TRIES && !done; i++)
 		done = attempt(i);
 	if (!done)
@@ -317,11 +319,7 @@ static void detach_outside_no_idle_credit(void **state)
 
 static int teardown(void **state)
 {
-	if (spinner > 0) {
-		kill(spinner, SIGKILL);
-		waitpid(spinner, NULL, 0);
-		spinner = -1;
-	}
+	stop_spinner();
 	return h_teardown(state);
 }
 

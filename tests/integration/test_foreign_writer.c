@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * A foreign writer's values never become evidence (DESIGN 5.2-5.4), against the real daemon:
+ * A foreign writer's values never become evidence (DESIGN rule 10), against the real daemon:
  * values raised behind a running daemon's back, values this boot's clock has not reached,
  * vtimes that would wrap, and state paths that someone else can plant or redirect.
  *
@@ -13,50 +13,15 @@
 
 #include "harness.h"
 
-#define MS (1000000LL)
 #define NOBODY 65534
-
-static uint64_t possible_cpus(void)
-{
-	char buf[256];
-	FILE *f = fopen("/sys/devices/system/cpu/possible", "r");
-	long last = 0;
-
-	if (f && fgets(buf, sizeof(buf), f)) {
-		char *dash = strrchr(buf, '-');
-		last = strtol(dash ? dash + 1 : buf, NULL, 10);
-	}
-	if (f)
-		fclose(f);
-	return (uint64_t)last + 1;
-}
 
 /* A read-write shared mapping of the state file: the foreign (root) writer's view. */
 static struct barrierd_header *map_rw(const char *path, size_t *size)
 {
-	struct stat st;
-	void *m;
-	int fd = open(path, O_RDWR);
+	struct barrierd_header *m = test_map_rw(path, size);
 
-	assert_true(fd >= 0);
-	assert_int_equal(fstat(fd, &st), 0);
-	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	assert_true(m != MAP_FAILED);
-	*size = (size_t)st.st_size;
+	assert_non_null(m);
 	return m;
-}
-
-/* The extension, where the layout puts it (a reset zeroes header.ext_offset too). */
-static struct barrierd_ext *ext_of(const struct barrierd_header *m, uint64_t ncpu)
-{
-	return (struct barrierd_ext *)((char *)m + barrierd_ext_offset(ncpu));
-}
-
-static void st64(uint64_t *p, uint64_t v)
-{
-	__asm__("" : "+r"(p)); /* as h_ld: GCC 12 and atomics on flexible array members */
-	__atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 
 /* SIGSTOP the daemon and wait until it is stopped. */
@@ -67,6 +32,21 @@ static void freeze(pid_t pid)
 	assert_int_equal(kill(pid, SIGSTOP), 0);
 	assert_int_equal(waitpid(pid, &status, WUNTRACED), pid);
 	assert_true(WIFSTOPPED(status));
+}
+
+/*
+ * The daemon started, a handle opened on its file, then the daemon frozen once past its first
+ * pass: it sleeps disarmed, and nobody rings.
+ */
+static struct barrierd *start_then_freeze(void)
+{
+	struct barrierd *b;
+
+	assert_int_equal(h_start(&H, -1, NULL), 0);
+	assert_int_equal(barrierd_open(&b, H.state), 0);
+	test_sleep_ms(150);
+	freeze(H.pid);
+	return b;
 }
 
 /*
@@ -85,7 +65,7 @@ static int wait_exit(struct barrierd *b, int seconds)
 			H.pid = -1;
 			return status;
 		}
-		h_sleep_ms(10);
+		test_sleep_ms(10);
 	}
 	return -1;
 }
@@ -96,36 +76,25 @@ static int wait_exit(struct barrierd *b, int seconds)
  */
 static int original_client_released(const struct barrierd_header *m, uint64_t t, int ms)
 {
-	uint64_t end = h_now() + (uint64_t)ms * MS;
-
-	do {
-		uint32_t w =
-		    __atomic_load_n((const uint32_t *)&m->last_interrupt_ns, __ATOMIC_ACQUIRE);
-		struct timespec to = {0, 10 * MS};
-
-		if (h_ld(&m->last_interrupt_ns) > t)
-			return 1;
-		syscall(SYS_futex, &m->last_interrupt_ns, FUTEX_WAIT, w, &to, NULL, 0);
-	} while (h_now() < end);
-	return 0;
+	return h_raw_wait(m, t, false, 10 * TEST_MS, (uint64_t)ms * TEST_MS) == 0;
 }
 
 /* What a daemon that detected a foreign writer leaves: every time zeroed, stopped, no snapshot. */
 static void assert_reset(const struct barrierd_header *m, uint64_t ncpu)
 {
-	const struct barrierd_ext *x = ext_of(m, ncpu);
-	uint64_t f = h_ld(&m->flags);
+	const struct barrierd_ext *x = test_ext_of(m, ncpu);
+	uint64_t f = bd_load(&m->flags);
 
 	assert_true(f & BARRIERD_FLAG_STOPPED);
 	assert_false(f & BARRIERD_FLAG_RUNNING);
-	assert_int_equal(h_ld(&m->last_interrupt_ns), 0);
-	assert_int_equal(h_ld(&m->last_interrupt_vtime), 0);
+	assert_int_equal(bd_load(&m->last_interrupt_ns), 0);
+	assert_int_equal(bd_load(&m->last_interrupt_vtime), 0);
 	for (uint64_t c = 0; c < ncpu; c++) {
-		assert_int_equal(h_ld(&m->per_cpu[c].last_interrupt_ns), 0);
-		assert_int_equal(h_ld(&m->per_cpu[c].last_interrupt_vtime), 0);
+		assert_int_equal(bd_load(&m->per_cpu[c].last_interrupt_ns), 0);
+		assert_int_equal(bd_load(&m->per_cpu[c].last_interrupt_vtime), 0);
 	}
-	assert_int_equal(h_ld(&x->stop_ns), 0);
-	assert_int_equal(h_ld(&x->stop_vtime), 0);
+	assert_int_equal(bd_load(&x->stop_ns), 0);
+	assert_int_equal(bd_load(&x->stop_vtime), 0);
 }
 
 /*
@@ -136,11 +105,11 @@ static void assert_reset(const struct barrierd_header *m, uint64_t ncpu)
 static void assert_no_raised_value(const struct barrierd_header *m, uint64_t ncpu,
 				   uint64_t raised_ns, uint64_t raised_vt, uint64_t since)
 {
-	uint64_t g = h_ld(&m->last_interrupt_ns);
+	uint64_t g = bd_load(&m->last_interrupt_ns);
 
 	for (uint64_t c = 0; c < ncpu; c++) {
-		uint64_t ns = h_ld(&m->per_cpu[c].last_interrupt_ns);
-		uint64_t vt = h_ld(&m->per_cpu[c].last_interrupt_vtime);
+		uint64_t ns = bd_load(&m->per_cpu[c].last_interrupt_ns);
+		uint64_t vt = bd_load(&m->per_cpu[c].last_interrupt_vtime);
 
 		if (ns == raised_ns || (ns != 0 && ns < since) || (raised_vt && vt == raised_vt))
 			fail_msg("cpu %llu holds %llu / vtime %llu after the restart: the foreign "
@@ -151,14 +120,15 @@ static void assert_no_raised_value(const struct barrierd_header *m, uint64_t ncp
 	}
 	assert_true(g != raised_ns && (g == 0 || g >= since));
 	if (raised_vt)
-		assert_true(h_ld(&m->last_interrupt_vtime) != raised_vt);
+		assert_true(bd_load(&m->last_interrupt_vtime) != raised_vt);
 }
 
 /*
  * What does a daemon start keep of the file as it is now?  Start one on a copy of it that
  * fails right after the state file was judged (an unknown tracepoint is refused after the file
- * is opened and reset, DESIGN 6): nothing new is published, so the copy shows exactly what the
- * start adopted.  Returns how many per-CPU ns words of the copy still hold `raised`.
+ * is opened and reset: docs/LIFECYCLE.md, start-up): nothing new is published, so the copy
+ * shows exactly what the start adopted.  Returns how many per-CPU ns words of the copy still
+ * hold `raised`.
  */
 static int next_start_keeps(uint64_t ncpu, uint64_t raised)
 {
@@ -169,13 +139,13 @@ static int next_start_keeps(uint64_t ncpu, uint64_t raised)
 	int st, n = 0;
 
 	snprintf(probe, sizeof(probe), "%s/probe", H.dir);
-	assert_int_equal(h_system("cp '%s' '%s'", H.state, probe), 0);
-	st = h_reap(h_spawn(&H, -1, args), 20);
+	assert_int_equal(test_system("cp '%s' '%s'", H.state, probe), 0);
+	st = test_reap(h_spawn(&H, -1, args), 20);
 	assert_true(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) != 0);
-	m = h_map(probe, &sz);
+	m = map_ro(probe, &sz);
 	assert_non_null(m);
 	for (uint64_t c = 0; c < ncpu; c++)
-		n += h_ld(&m->per_cpu[c].last_interrupt_ns) == raised;
+		n += bd_load(&m->per_cpu[c].last_interrupt_ns) == raised;
 	munmap((void *)m, sz);
 	return n;
 }
@@ -188,7 +158,7 @@ static int next_start_keeps(uint64_t ncpu, uint64_t raised)
  */
 static void foreign_write_not_evidence(void **state)
 {
-	uint64_t ncpu = possible_cpus(), t, v, since;
+	uint64_t ncpu = test_possible_cpus(), t, v, since;
 	struct barrierd_header *w;
 	struct barrierd *b;
 	size_t wsz;
@@ -196,22 +166,19 @@ static void foreign_write_not_evidence(void **state)
 	int st;
 
 	(void)state;
-	assert_int_equal(h_start(&H, -1, NULL), 0);
-	assert_int_equal(barrierd_open(&b, H.state), 0);
-	h_sleep_ms(150); /* past the first pass: the daemon sleeps, disarmed */
-	freeze(H.pid);
+	b = start_then_freeze();
 
 	/* The foreign writer: every per-CPU word and both globals just past the stamps. */
 	t = barrierd_stamp_ns(b);
 	v = barrierd_stamp_vtime(b);
 	w = map_rw(H.state, &wsz);
-	assert_int_equal(h_ld(&w->ncpu), ncpu);
+	assert_int_equal(bd_load(&w->ncpu), ncpu);
 	for (uint64_t c = 0; c < ncpu; c++) {
-		st64(&w->per_cpu[c].last_interrupt_ns, t + 1000);
-		st64(&w->per_cpu[c].last_interrupt_vtime, v + 1000);
+		bd_store(&w->per_cpu[c].last_interrupt_ns, t + 1000);
+		bd_store(&w->per_cpu[c].last_interrupt_vtime, v + 1000);
 	}
-	st64(&w->last_interrupt_ns, t + 1000);
-	st64(&w->last_interrupt_vtime, v + 1000);
+	bd_store(&w->last_interrupt_ns, t + 1000);
+	bd_store(&w->last_interrupt_vtime, v + 1000);
 
 	mark = h_log_mark(&H);
 	assert_int_equal(kill(H.pid, SIGCONT), 0);
@@ -223,28 +190,28 @@ static void foreign_write_not_evidence(void **state)
 	/* Right after the detection: nothing passes through the foreign values. */
 	assert_false(barrierd_passed(b, t));
 	assert_false(barrierd_passed_vtime(b, v));
-	assert_true(h_ld(&w->last_interrupt_ns) <= t);
-	assert_true(h_ld(&w->last_interrupt_vtime) <= v);
+	assert_true(bd_load(&w->last_interrupt_ns) <= t);
+	assert_true(bd_load(&w->last_interrupt_vtime) <= v);
 	assert_false(original_client_released(w, t, 200));
-	assert_int_not_equal(barrierd_wait(b, t, 200 * MS), 0);
-	assert_int_not_equal(barrierd_wait_vtime(b, v, 200 * MS), 0);
+	assert_int_not_equal(barrierd_wait(b, t, 200 * TEST_MS), 0);
+	assert_int_not_equal(barrierd_wait_vtime(b, v, 200 * TEST_MS), 0);
 	assert_reset(w, ncpu);
 	/* ... and later */
-	h_sleep_ms(400);
+	test_sleep_ms(400);
 	assert_false(barrierd_passed(b, t));
 	assert_false(barrierd_passed_vtime(b, v));
 	assert_false(original_client_released(w, t, 50));
 
 	/* The next daemon resets the file before it publishes anything. */
 	mark = h_log_mark(&H);
-	since = h_now();
+	since = bd_mono_ns();
 	assert_int_equal(h_start(&H, -1, NULL), 0);
 	freeze(H.pid); /* what it published so far, held still */
 	assert_true(h_log_has_since(&H, mark, "resetting"));
 	assert_no_raised_value(w, ncpu, t + 1000, v + 1000, since);
 	/* the handle opened before the restart passes t, if at all, only through new evidence */
 	if (barrierd_passed(b, t))
-		assert_true(h_ld(&w->last_interrupt_ns) >= since);
+		assert_true(bd_load(&w->last_interrupt_ns) >= since);
 	assert_int_equal(kill(H.pid, SIGCONT), 0);
 
 	barrierd_close(b);
@@ -259,7 +226,7 @@ static void foreign_write_not_evidence(void **state)
  */
 static void foreign_percpu_only_not_adopted(void **state)
 {
-	uint64_t ncpu = possible_cpus(), t, lo, raised, since;
+	uint64_t ncpu = test_possible_cpus(), t, lo, raised, since;
 	struct barrierd_header *w;
 	struct barrierd *b;
 	size_t wsz;
@@ -267,15 +234,12 @@ static void foreign_percpu_only_not_adopted(void **state)
 	int st;
 
 	(void)state;
-	assert_int_equal(h_start(&H, -1, NULL), 0);
-	assert_int_equal(barrierd_open(&b, H.state), 0);
-	h_sleep_ms(150); /* past the first pass: the daemon sleeps, disarmed, nobody rings */
-	freeze(H.pid);
+	b = start_then_freeze();
 
 	w = map_rw(H.state, &wsz);
-	lo = h_ld(&w->heartbeat_ns);
+	lo = bd_load(&w->heartbeat_ns);
 	for (uint64_t c = 0; c < ncpu; c++) {
-		uint64_t ns = h_ld(&w->per_cpu[c].last_interrupt_ns);
+		uint64_t ns = bd_load(&w->per_cpu[c].last_interrupt_ns);
 
 		lo = ns > lo ? ns : lo;
 	}
@@ -283,7 +247,7 @@ static void foreign_percpu_only_not_adopted(void **state)
 	assert_true(t > lo + 2);
 	raised = lo + (t - lo) / 2; /* above the heartbeat and every value published, below t */
 	for (uint64_t c = 0; c < ncpu; c++)
-		st64(&w->per_cpu[c].last_interrupt_ns, raised);
+		bd_store(&w->per_cpu[c].last_interrupt_ns, raised);
 
 	mark = h_log_mark(&H);
 	assert_int_equal(kill(H.pid, SIGCONT), 0);
@@ -296,12 +260,12 @@ static void foreign_percpu_only_not_adopted(void **state)
 	assert_int_equal(next_start_keeps(ncpu, raised), 0);
 	/* The file itself holds none of them either. */
 	for (uint64_t c = 0; c < ncpu; c++)
-		assert_true(h_ld(&w->per_cpu[c].last_interrupt_ns) != raised);
-	assert_true(h_ld(&w->flags) & BARRIERD_FLAG_STOPPED);
+		assert_true(bd_load(&w->per_cpu[c].last_interrupt_ns) != raised);
+	assert_true(bd_load(&w->flags) & BARRIERD_FLAG_STOPPED);
 
 	/* The real restart resets the file before it publishes anything. */
 	mark = h_log_mark(&H);
-	since = h_now();
+	since = bd_mono_ns();
 	assert_int_equal(h_start(&H, -1, NULL), 0);
 	freeze(H.pid);
 	assert_true(h_log_has_since(&H, mark, "resetting"));
@@ -320,7 +284,7 @@ static void make_stopped_file(void)
 
 	assert_int_equal(h_start(&H, -1, NULL), 0);
 	assert_int_equal(barrierd_open(&b, H.state), 0);
-	assert_int_equal(barrierd_barrier(b, 5000 * MS), 0);
+	assert_int_equal(barrierd_barrier(b, 5000 * TEST_MS), 0);
 	barrierd_close(b);
 	st = h_stop(&H);
 	assert_true(WIFEXITED(st));
@@ -360,7 +324,7 @@ static void spit(const uint8_t *buf, size_t size)
  */
 static void future_values_reset(void **state)
 {
-	uint64_t ncpu = possible_cpus(), fut, now, maxc = 0, g, hb;
+	uint64_t ncpu = test_possible_cpus(), fut, now, maxc = 0, g, hb;
 	const struct barrierd_header *m;
 	struct barrierd_header *h;
 	struct barrierd_ext *x;
@@ -373,11 +337,11 @@ static void future_values_reset(void **state)
 	make_stopped_file();
 	buf = slurp(&size);
 	h = (struct barrierd_header *)buf;
-	x = ext_of(h, ncpu);
+	x = test_ext_of(h, ncpu);
 	assert_int_equal(h->magic, BARRIERD_MAGIC);
 	assert_true(h->flags & BARRIERD_FLAG_STOPPED);
 	assert_int_equal(h->last_interrupt_vtime, x->stop_vtime); /* as the stop left it */
-	fut = h_now() + 3600ULL * 1000000000ULL;
+	fut = bd_mono_ns() + 3600ULL * 1000000000ULL;
 	h->heartbeat_ns = fut;
 	for (uint64_t c = 0; c < ncpu; c++)
 		h->per_cpu[c].last_interrupt_ns = fut - c;
@@ -388,16 +352,16 @@ static void future_values_reset(void **state)
 
 	mark = h_log_mark(&H);
 	assert_int_equal(h_start(&H, -1, NULL), 0);
-	m = h_map(H.state, &sz);
+	m = map_ro(H.state, &sz);
 	assert_non_null(m);
 	for (uint64_t c = 0; c < ncpu; c++) {
-		uint64_t ns = h_ld(&m->per_cpu[c].last_interrupt_ns);
+		uint64_t ns = bd_load(&m->per_cpu[c].last_interrupt_ns);
 
 		maxc = ns > maxc ? ns : maxc;
 	}
-	g = h_ld(&m->last_interrupt_ns);
-	hb = h_ld(&m->heartbeat_ns);
-	now = h_now(); /* after the loads: nothing the daemon published can be later */
+	g = bd_load(&m->last_interrupt_ns);
+	hb = bd_load(&m->heartbeat_ns);
+	now = bd_mono_ns(); /* after the loads: nothing the daemon published can be later */
 	if (maxc > now || g > now || hb > now)
 		fail_msg("published times later than the clock (%llu): cpu max %llu, global %llu, "
 			 "heartbeat %llu",
@@ -407,7 +371,7 @@ static void future_values_reset(void **state)
 	assert_true(h_log_has_since(&H, mark, "later than"));
 	/* and a client accepts the file again */
 	assert_int_equal(barrierd_open(&b, H.state), 0);
-	assert_int_equal(barrierd_barrier(b, 5000 * MS), 0);
+	assert_int_equal(barrierd_barrier(b, 5000 * TEST_MS), 0);
 	barrierd_close(b);
 	munmap((void *)m, sz);
 }
@@ -419,7 +383,7 @@ static void future_values_reset(void **state)
  */
 static void wrapped_vtime_reset(void **state)
 {
-	uint64_t ncpu = possible_cpus(), v;
+	uint64_t ncpu = test_possible_cpus(), v;
 	const struct barrierd_header *m;
 	struct barrierd_header *h;
 	struct barrierd *b;
@@ -436,20 +400,20 @@ static void wrapped_vtime_reset(void **state)
 	h->last_interrupt_vtime = UINT64_MAX;
 	for (uint64_t c = 0; c < ncpu; c++)
 		h->per_cpu[c].last_interrupt_vtime = UINT64_MAX;
-	ext_of(h, ncpu)->stop_vtime = UINT64_MAX;
+	test_ext_of(h, ncpu)->stop_vtime = UINT64_MAX;
 	spit(buf, size);
 	free(buf);
 
 	mark = h_log_mark(&H);
 	assert_int_equal(h_start(&H, -1, NULL), 0);
 	assert_true(h_log_has_since(&H, mark, "resetting"));
-	m = h_map(H.state, &sz);
+	m = map_ro(H.state, &sz);
 	assert_non_null(m);
 	/* No per-CPU vtime above the published vtime (each read before the vtime, which grows). */
 	for (uint64_t c = 0; c < ncpu; c++) {
-		uint64_t pv = h_ld(&m->per_cpu[c].last_interrupt_vtime);
+		uint64_t pv = bd_load(&m->per_cpu[c].last_interrupt_vtime);
 
-		assert_true(pv <= h_ld(&m->vtime));
+		assert_true(pv <= bd_load(&m->vtime));
 	}
 	assert_int_equal(barrierd_open(&b, H.state), 0);
 	st = h_stop(&H);
@@ -459,7 +423,7 @@ static void wrapped_vtime_reset(void **state)
 	/* Stopped: a fresh vtime stamp must not pass. */
 	v = barrierd_stamp_vtime(b);
 	assert_false(barrierd_passed_vtime(b, v));
-	assert_int_not_equal(barrierd_wait_vtime(b, v, 200 * MS), 0);
+	assert_int_not_equal(barrierd_wait_vtime(b, v, 200 * TEST_MS), 0);
 	barrierd_close(b);
 	munmap((void *)m, sz);
 }
@@ -537,20 +501,20 @@ static int run_on(const char *path, int *status)
 			*status = WEXITSTATUS(ws);
 			return 0;
 		}
-		m = h_map(path, &sz);
+		m = map_ro(path, &sz);
 		if (m) {
-			serving = h_ld(&m->magic) == BARRIERD_MAGIC &&
-				  (h_ld(&m->flags) & BARRIERD_FLAG_RUNNING) &&
-				  h_ld(&m->daemon_pid) == (uint64_t)pid;
+			serving = bd_load(&m->magic) == BARRIERD_MAGIC &&
+				  (bd_load(&m->flags) & BARRIERD_FLAG_RUNNING) &&
+				  bd_load(&m->daemon_pid) == (uint64_t)pid;
 			munmap((void *)m, sz);
 		}
 		if (serving) {
 			kill(pid, SIGTERM);
-			ws = h_reap(pid, 10);
+			ws = test_reap(pid, 10);
 			*status = ws != -1 && WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
 			return 1;
 		}
-		h_sleep_ms(10);
+		test_sleep_ms(10);
 	}
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
@@ -594,6 +558,17 @@ static void assert_refused(const char *path, long mark, const char *needle, int 
 		fail_msg("no \"%s\" in the daemon's log for %s", needle, path);
 }
 
+/* nobody planted `planted` (the state file at path, or its lock): refused, and left as it was. */
+static void planted_refused(const char *path, const char *planted, mode_t mode, const char *fill)
+{
+	struct file_snap before;
+
+	create_file(planted, mode, NOBODY, fill);
+	snap(planted, &before);
+	assert_refused(path, h_log_mark(&H), "refusing", 1);
+	assert_unchanged(planted, &before);
+}
+
 /*
  * 5. The daemon's own paths: in a world-writable sticky directory, anyone can plant the state
  * file or its lock, or put a hard link to another root file there; a directory someone else
@@ -622,11 +597,7 @@ static void state_file_ownership_refused(void **state)
 
 	/* (a) the state file, planted by nobody */
 	snprintf(path, sizeof(path), "%s/a", pub);
-	create_file(path, 0666, NOBODY, "nobody's file ");
-	snap(path, &before);
-	mark = h_log_mark(&H);
-	assert_refused(path, mark, "refusing", 1);
-	assert_unchanged(path, &before);
+	planted_refused(path, path, 0666, "nobody's file ");
 
 	/* (b) a hard link to another root file */
 	snprintf(target, sizeof(target), "%s/target", H.dir);
@@ -642,11 +613,7 @@ static void state_file_ownership_refused(void **state)
 	/* (c) the lock file, planted by nobody */
 	snprintf(path, sizeof(path), "%s/c", pub);
 	snprintf(lock, sizeof(lock), "%s.lock", path);
-	create_file(lock, 0644, NOBODY, "nobody's lock ");
-	snap(lock, &before);
-	mark = h_log_mark(&H);
-	assert_refused(path, mark, "refusing", 1);
-	assert_unchanged(lock, &before);
+	planted_refused(path, lock, 0644, "nobody's lock ");
 
 	/* (d) a state directory owned by nobody */
 	snprintf(nob, sizeof(nob), "%s/nob", H.dir);

@@ -10,28 +10,11 @@
 
 #include "harness.h"
 
-
-
-static long possible_cpus(void)
-{
-	char buf[256];
-	FILE *f = fopen("/sys/devices/system/cpu/possible", "r");
-	long last = 0;
-
-	if (f && fgets(buf, sizeof(buf), f)) {
-		char *dash = strrchr(buf, '-');
-		last = strtol(dash ? dash + 1 : buf, NULL, 10);
-	}
-	if (f)
-		fclose(f);
-	return last + 1;
-}
-
 /* Run the daemon to completion (it is expected to fail); returns its exit status. */
 static int run_expect_exit(const char *const *args)
 {
 	pid_t pid = h_spawn(&H, -1, args);
-	int st = h_reap(pid, 20);
+	int st = test_reap(pid, 20);
 
 	assert_true(st != -1); /* hang guard */
 	assert_true(WIFEXITED(st));
@@ -55,7 +38,7 @@ static int log_has(const char *needle)
 /* A file of ours from another boot, or of the original daemon, holding far-future values. */
 static void write_stale_file(int with_magic)
 {
-	long ncpu = possible_cpus();
+	long ncpu = (long)test_possible_cpus();
 	size_t size = barrierd_file_size((uint64_t)ncpu);
 	uint8_t *buf = calloc(1, size);
 	struct barrierd_header *h = (void *)buf;
@@ -90,20 +73,21 @@ static void write_stale_file(int with_magic)
 static void assert_zeroed_and_stopped(void)
 {
 	size_t sz = 0;
-	const struct barrierd_header *m = h_map(H.state, &sz);
+	const struct barrierd_header *m = map_ro(H.state, &sz);
 
 	assert_non_null(m);
-	assert_true(h_ld(&m->flags) & BARRIERD_FLAG_STOPPED);
-	assert_false(h_ld(&m->flags) & BARRIERD_FLAG_RUNNING);
+	assert_true(bd_load(&m->flags) & BARRIERD_FLAG_STOPPED);
+	assert_false(bd_load(&m->flags) & BARRIERD_FLAG_RUNNING);
 	/* vtime is not a time: it is raised above every old vtime word, never zeroed */
-	assert_int_equal(h_ld(&m->vtime), (1ULL << 50) + 1);
-	assert_int_equal(h_ld(&m->ncpu), (uint64_t)possible_cpus());
-	assert_int_equal(h_ld(&m->last_interrupt_ns), 0);
-	assert_int_equal(h_ld(&m->last_interrupt_vtime), 0);
-	assert_true(h_ld(&m->heartbeat_ns) <= h_now()); /* the failed daemon's last sign of life */
+	assert_int_equal(bd_load(&m->vtime), (1ULL << 50) + 1);
+	assert_int_equal(bd_load(&m->ncpu), test_possible_cpus());
+	assert_int_equal(bd_load(&m->last_interrupt_ns), 0);
+	assert_int_equal(bd_load(&m->last_interrupt_vtime), 0);
+	assert_true(bd_load(&m->heartbeat_ns) <=
+		    bd_mono_ns()); /* the failed daemon's last sign of life */
 	for (uint64_t c = 0; c < m->ncpu; c++) {
-		assert_int_equal(h_ld(&m->per_cpu[c].last_interrupt_ns), 0);
-		assert_int_equal(h_ld(&m->per_cpu[c].last_interrupt_vtime), 0);
+		assert_int_equal(bd_load(&m->per_cpu[c].last_interrupt_ns), 0);
+		assert_int_equal(bd_load(&m->per_cpu[c].last_interrupt_vtime), 0);
 	}
 	munmap((void *)m, sz);
 }
@@ -146,18 +130,18 @@ static void restart_vtime(void **state)
 	(void)state;
 	assert_int_equal(h_start(&H, -1, NULL), 0);
 	assert_int_equal(barrierd_open(&b, H.state), 0);
-	m = h_map(H.state, &sz);
+	m = map_ro(H.state, &sz);
 	for (int i = 0; i < 50; i++) /* let the old daemon publish plenty of vtime */
 		assert_int_equal(barrierd_barrier(b, 5000000000LL), 0);
-	gen1 = h_ld(&m->generation);
+	gen1 = bd_load(&m->generation);
 	v1 = barrierd_stamp_vtime(b);
 	assert_int_equal(h_stop(&H) & 0xff00, 0);
 	for (uint64_t c = 0; c < m->ncpu; c++) {
-		uint64_t v = h_ld(&m->per_cpu[c].last_interrupt_vtime);
+		uint64_t v = bd_load(&m->per_cpu[c].last_interrupt_vtime);
 		maxold = v > maxold ? v : maxold;
 	}
 	assert_int_equal(h_start(&H, -1, NULL), 0);
-	assert_int_equal(h_ld(&m->generation), gen1 + 1);
+	assert_int_equal(bd_load(&m->generation), gen1 + 1);
 
 	/* With the new daemon frozen, nothing new is published: a fresh stamp must not pass. */
 	kill(H.pid, SIGSTOP);
@@ -170,7 +154,7 @@ static void restart_vtime(void **state)
 	assert_int_equal(barrierd_wait_vtime(b, v1, 5000000000LL), 0);
 	assert_int_equal(barrierd_wait_vtime(b, v2, 5000000000LL), 0);
 	for (uint64_t c = 0; c < m->ncpu; c++)
-		assert_true(h_ld(&m->per_cpu[c].last_interrupt_vtime) > v2);
+		assert_true(bd_load(&m->per_cpu[c].last_interrupt_vtime) > v2);
 	/* and the handle opened before the restart serves ns barriers too */
 	assert_int_equal(barrierd_barrier(b, 5000000000LL), 0);
 	barrierd_close(b);
@@ -187,9 +171,9 @@ static void second_instance_fails(void **state)
 	assert_int_equal(h_start(&H, -1, NULL), 0);
 	assert_int_not_equal(run_expect_exit(args), 0);
 	assert_true(log_has("another barrierd already serves"));
-	m = h_map(H.state, &sz);
-	assert_int_equal(h_ld(&m->daemon_pid), (uint64_t)H.pid);
-	assert_true(h_ld(&m->flags) & BARRIERD_FLAG_RUNNING);
+	m = map_ro(H.state, &sz);
+	assert_int_equal(bd_load(&m->daemon_pid), (uint64_t)H.pid);
+	assert_true(bd_load(&m->flags) & BARRIERD_FLAG_RUNNING);
 	munmap((void *)m, sz);
 }
 
@@ -208,10 +192,10 @@ static void sigterm_leaves_valid_file(void **state)
 	st = h_stop(&H);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
-	m = h_map(H.state, &sz);
-	assert_int_equal(h_ld(&m->magic), BARRIERD_MAGIC);
-	assert_true(h_ld(&m->flags) & BARRIERD_FLAG_STOPPED);
-	g = h_ld(&m->last_interrupt_ns);
+	m = map_ro(H.state, &sz);
+	assert_int_equal(bd_load(&m->magic), BARRIERD_MAGIC);
+	assert_true(bd_load(&m->flags) & BARRIERD_FLAG_STOPPED);
+	g = bd_load(&m->last_interrupt_ns);
 	assert_true(g > 0); /* values stay: they are true */
 	assert_true(log_has("stopping"));
 	/* still a valid file; a wait now reports the daemon gone instead of hanging */
@@ -232,7 +216,6 @@ static void takeover_after_stop_not_trusted(void **state)
 	struct barrierd *b;
 	uint64_t t, *w;
 	size_t sz;
-	int fd;
 
 	(void)state;
 	assert_int_equal(h_start(&H, -1, NULL), 0);
@@ -241,16 +224,12 @@ static void takeover_after_stop_not_trusted(void **state)
 	assert_int_equal(WEXITSTATUS(h_stop(&H)), 0);
 	t = barrierd_stamp_ns(b);
 	/* the impostor: every time word raised past t */
-	fd = open(H.state, O_RDWR);
-	assert_true(fd >= 0);
-	sz = (size_t)lseek(fd, 0, SEEK_END);
-	struct barrierd_header *m = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	assert_true(m != MAP_FAILED);
+	struct barrierd_header *m = test_map_rw(H.state, &sz);
+	assert_non_null(m);
 	w = &m->last_interrupt_ns;
-	__atomic_store_n(w, t + 1, __ATOMIC_RELEASE);
+	bd_store(w, t + 1);
 	for (uint64_t c = 0; c < m->ncpu; c++)
-		__atomic_store_n(&m->per_cpu[c].last_interrupt_ns, t + 1, __ATOMIC_RELEASE);
+		bd_store(&m->per_cpu[c].last_interrupt_ns, t + 1);
 	assert_false(barrierd_passed(b, t));
 	cpu_set_t all;
 	CPU_ZERO(&all);
@@ -336,14 +315,14 @@ static void detached_programs_detected(void **state)
 			H.pid = -1;
 			break;
 		}
-		h_sleep_ms(10);
+		test_sleep_ms(10);
 	}
 	barrierd_close(b);
 	assert_true(st != -1);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) != 0);
 	assert_true(log_has("the programs were detached"));
-	const struct barrierd_header *m = h_map(H.state, &sz);
-	assert_true(h_ld(&m->flags) & BARRIERD_FLAG_STOPPED);
+	const struct barrierd_header *m = map_ro(H.state, &sz);
+	assert_true(bd_load(&m->flags) & BARRIERD_FLAG_STOPPED);
 	munmap((void *)m, sz);
 }
 
@@ -356,9 +335,9 @@ static void no_bpf_permission(void **state)
 	snprintf(dir, sizeof(dir), "%s/nobody", H.dir);
 	assert_int_equal(mkdir(dir, 0755), 0);
 	assert_int_equal(chown(dir, 65534, 65534), 0);
-	assert_int_not_equal(h_system("setpriv --reuid=65534 --regid=65534 --clear-groups "
-				      "--inh-caps=-all %s --state %s/state 2>%s",
-				      BARRIERD_BIN, dir, H.log),
+	assert_int_not_equal(test_system("setpriv --reuid=65534 --regid=65534 --clear-groups "
+					 "--inh-caps=-all %s --state %s/state 2>%s",
+					 BARRIERD_BIN, dir, H.log),
 			     0);
 	assert_true(log_has("cannot load the BPF programs"));
 }

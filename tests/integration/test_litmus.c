@@ -13,15 +13,15 @@
  *       Reported, not required (its rate depends on the machine).
  *   (b) HEAVY = usleep(1000): a sham.  Store buffers drain in nanoseconds, so it shows no
  *       violation either, although it gives A no guarantee at all.  Reported, not asserted: it
- *       is here to show that a litmus test cannot prove a barrier sound (BRIEF §7; that is the
- *       evidence audit's job), only catch a grossly broken one.
+ *       is here to show that a litmus test cannot prove a barrier sound (that is the evidence
+ *       audit's job: tests/audit/README.md), only catch a grossly broken one.
  *   (c) HEAVY = barrierd_barrier(b, 5 s): must show none.
  *
- * Why (c) forbids r1 == 0 && r2 == 0 (BRIEF §3).  barrierd_barrier() executes MFENCE, so y = 1
- * is globally visible, then LFENCE and reads the clock: stamp T.  It returns after loading a
- * published value above T, which needs evidence on A's CPU stamped after T: an event whose
- * stamp was stored by a locked instruction (xchg), or an idle/offline instant after T.  Take
- * the event case, and call its locked instruction E:
+ * Why (c) forbids r1 == 0 && r2 == 0 (DESIGN rules 1 to 5).  barrierd_barrier() executes MFENCE, so
+ * y = 1 is globally visible, then LFENCE and reads the clock: stamp T.  It returns after loading a
+ * published value above T, which needs evidence on A's CPU stamped after T: an event whose stamp
+ * was stored by a locked instruction (xchg), or an idle/offline instant after T.  Take the event
+ * case, and call its locked instruction E:
  *   - If A's store x = 1 comes before E in A's program order, then x = 1 precedes E's stamp in
  *     A's store order (TSO: stores become visible in program order, and a locked instruction
  *     drains the store buffer).  So x = 1 is visible before the stamp is, before the daemon read
@@ -101,7 +101,7 @@ static void *side_a(void *arg)
 	struct litmus *l = arg;
 	struct sb *s = l->s;
 
-	h_pin(l->cpu_a);
+	test_pin(l->cpu_a);
 	for (uint64_t i = 0;; i++) {
 		uint64_t tag = i + 1, rb, r1;
 
@@ -153,17 +153,17 @@ static void tally(struct litmus *l, uint64_t j, uint64_t r1, uint64_t r2)
 		l->violations++;
 }
 
-/* How the daemon credited A's and B's CPUs (BRIEF §7: assert how, not only that). */
+/* How the daemon credited A's and B's CPUs: assert how, not only that (tests/audit/README.md). */
 static void snap_credits(struct litmus *l, int when)
 {
 	size_t sz;
 	const struct barrierd_header *m = barrierd_mapping(l->b, &sz);
-	const struct barrierd_ext *x = (const void *)((const char *)m + h_ld(&m->ext_offset));
+	const struct barrierd_ext *x = (const void *)((const char *)m + bd_load(&m->ext_offset));
 	int cpu[2] = {l->cpu_a, l->cpu_b};
 
 	for (int k = 0; k < 2; k++) {
-		l->ev[k][when] = h_ld(&x->cpu[cpu[k]].credit_event);
-		l->idle[k][when] = h_ld(&x->cpu[cpu[k]].credit_idle);
+		l->ev[k][when] = bd_load(&x->cpu[cpu[k]].credit_event);
+		l->idle[k][when] = bd_load(&x->cpu[cpu[k]].credit_idle);
 	}
 }
 
@@ -173,13 +173,14 @@ static void *side_b(void *arg)
 	struct sb *s = l->s;
 	uint64_t start, prev_r2 = 0, i;
 
-	h_pin(l->cpu_b);
-	start = h_now();
+	test_pin(l->cpu_b);
+	start = bd_mono_ns();
 	for (i = 0;; i++) {
 		uint64_t tag = i + 1, r2 = 0;
-		int stop = i >= l->max_rounds ||
-			   (i >= l->min_rounds &&
-			    (l->min_ns == 0 || ((i & 255) == 0 && h_now() - start >= l->min_ns)));
+		int stop =
+		    i >= l->max_rounds ||
+		    (i >= l->min_rounds &&
+		     (l->min_ns == 0 || ((i & 255) == 0 && bd_mono_ns() - start >= l->min_ns)));
 
 		/*
 		 * After round 0's barrier, any pass the daemon starts comes after A was running
@@ -210,7 +211,7 @@ static void *side_b(void *arg)
 		prev_r2 = r2;
 	}
 	l->rounds = i;
-	l->elapsed_ns = h_now() - start;
+	l->elapsed_ns = bd_mono_ns() - start;
 	return NULL;
 }
 

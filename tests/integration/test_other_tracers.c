@@ -69,7 +69,7 @@ static void *pong(void *arg)
 	char c;
 
 	(void)arg;
-	h_pin(0);
+	test_pin(0);
 	for (int i = 0; i < ROUNDS; i++) {
 		if (read(pipes[0][0], &c, 1) != 1 || write(pipes[1][1], &c, 1) != 1)
 			break;
@@ -111,7 +111,7 @@ static void perf_sees_the_switches(void **state)
 	}
 	assert_int_equal(pipe(pipes[0]), 0);
 	assert_int_equal(pipe(pipes[1]), 0);
-	h_pin(0);
+	test_pin(0);
 
 	/* perf's window encloses the program's: enable, read run_cnt ... read run_cnt, disable */
 	for (long cpu = 0; cpu < ncpu; cpu++)

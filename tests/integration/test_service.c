@@ -126,8 +126,8 @@ static void readiness_watchdog_sandbox(void **state)
 	/* 30 s under the sandbox: barriers, doorbell, watchdog and status keep coming. */
 	rings_before = (int)((const struct barrierd_ext *)((const char *)m + m->ext_offset))
 			       ->doorbell_rings;
-	end = h_now() + 30ULL * 1000000000ULL;
-	while (h_now() < end) {
+	end = bd_mono_ns() + 30ULL * 1000000000ULL;
+	while (bd_mono_ns() < end) {
 		assert_int_equal(barrierd_barrier(b, 5000000000LL), 0);
 		barriers++;
 		next_msg(msg, sizeof(msg), 20);
@@ -161,7 +161,7 @@ static void readiness_watchdog_sandbox(void **state)
 			break;
 	}
 	assert_string_equal(msg, "STOPPING=1");
-	int st = h_reap(H.pid, 10);
+	int st = test_reap(H.pid, 10);
 	H.pid = -1;
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	barrierd_close(b);

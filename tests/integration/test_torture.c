@@ -22,10 +22,10 @@
  * R4 after R3 loaded cur == o, and the writer retired o at W1.
  *   - R3 returned o, so it was performed before W1's store became visible.  W2 starts with
  *     MFENCE (W1 visible) and then reads the clock, stamp T: R3 was performed before T.
- *   - W2 returns only with evidence, for the CPU c reader i runs on, stamped after T (BRIEF §3):
- *     a locked instruction E on c (or an idle/offline instant of c, which is the same argument
- *     with the scheduler's locked instructions around it).  No load is performed before an
- *     earlier locked instruction, and R3 was performed before T < E's clock read, so R3, and
+ *   - W2 returns only with evidence, for the CPU c reader i runs on, stamped after T (DESIGN
+ *     rules 1 to 3): a locked instruction E on c (or an idle/offline instant of c, which is the
+ *     same argument with the scheduler's locked instructions around it).  No load is performed
+ *before an earlier locked instruction, and R3 was performed before T < E's clock read, so R3, and
  *     R2 before it, precede E in the reader's program order.
  *   - TSO: R2's store precedes E's locked store in c's store order, so hazard[i] = o is
  *     visible before E's stamp, which the daemon read and published before the writer's wait
@@ -50,7 +50,7 @@
  * What it can catch: a barrier that does not wait for the readers' CPUs (the writer-mfence-only
  * control is that barrier, and shows violations).  What it cannot: a barrier that waits about
  * as long as a real one but on no evidence, since store buffers drain in nanoseconds.  As with
- * the litmus test's sham, that is the evidence audit's job (BRIEF §7).
+ * the litmus test's sham, that is the evidence audit's job (tests/audit/README.md).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -150,7 +150,7 @@ static void *reader(void *arg)
 	struct obj **hz = &hazard[r->idx].p;
 
 	if (r->cpu >= 0)
-		h_pin(r->cpu);
+		test_pin(r->cpu);
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		struct obj *p = __atomic_load_n(&cur, __ATOMIC_ACQUIRE); /* R1 */
 
@@ -193,7 +193,7 @@ static void *writer(void *arg)
 	unsigned head = 0, tail = 0, nfree, nret = 0;
 	uint64_t gen = 1, start;
 
-	h_pin(w->cpu);
+	test_pin(w->cpu);
 	/* Object 0 (generation 1) is published already; the rest are poisoned and queued. */
 	for (int i = 1; i < POOL; i++) {
 		poison(&pool[i]);
@@ -201,8 +201,8 @@ static void *writer(void *arg)
 	}
 	nfree = POOL - 1;
 
-	start = h_now();
-	while (h_now() - start < w->duration_ns) {
+	start = bd_mono_ns();
+	while (bd_mono_ns() - start < w->duration_ns) {
 		struct obj *o, *old;
 		unsigned keep = 0;
 
@@ -222,10 +222,10 @@ static void *writer(void *arg)
 		if (w->mode == W2_MFENCE)
 			__asm__ __volatile__("mfence" ::: "memory");
 		if (w->mode == W2_BARRIERD) { /* W2 */
-			uint64_t t0 = h_now(), dt;
+			uint64_t t0 = bd_mono_ns(), dt;
 			int rc = barrierd_barrier(w->b, 5000000000LL);
 
-			dt = h_now() - t0;
+			dt = bd_mono_ns() - t0;
 			w->barriers++;
 			w->barrier_ns_sum += dt;
 			w->barrier_ns_max = dt > w->barrier_ns_max ? dt : w->barrier_ns_max;
@@ -256,7 +256,7 @@ static void *writer(void *arg)
 		}
 		nret = keep;
 	}
-	w->elapsed_ns = h_now() - start;
+	w->elapsed_ns = bd_mono_ns() - start;
 	return NULL;
 }
 

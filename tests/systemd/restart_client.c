@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bd_sync.h"
+
 #define MAX_GENS 64
 
 static volatile sig_atomic_t stop;
@@ -30,19 +32,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	stop = 1;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t ld(const uint64_t *p)
-{
-	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
 
 int main(int argc, char **argv)
@@ -79,14 +68,14 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	h = barrierd_mapping(b, &size);
-	start = last_ok = now_ns();
+	start = last_ok = bd_mono_ns();
 	deadline = start + (uint64_t)(seconds * 1e9);
 
-	while (!stop && now_ns() < deadline) {
+	while (!stop && bd_mono_ns() < deadline) {
 		uint64_t g, t;
 
 		ret = barrierd_barrier(b, 2000000000LL);
-		t = now_ns();
+		t = bd_mono_ns();
 		if (ret == -ESTALE) {
 			/* Between two daemons: the file says stopped.  Try again shortly. */
 			stale++;
@@ -102,7 +91,7 @@ int main(int argc, char **argv)
 		ok++;
 		if (t - last_ok > max_gap)
 			max_gap = t - last_ok;
-		g = ld(&h->generation);
+		g = bd_load(&h->generation);
 		if (ngen == 0 || g != gens[ngen - 1]) {
 			if (ngen > 0 && g < gens[ngen - 1])
 				monotonic = 0;
@@ -114,8 +103,8 @@ int main(int argc, char **argv)
 			gens[ngen] = g;
 			count[ngen++] = 0;
 			printf("NEWGEN %llu pid %llu after %lu barriers, gap %.1f ms\n",
-			       (unsigned long long)g, (unsigned long long)ld(&h->daemon_pid), ok - 1,
-			       (double)(t - last_ok) / 1e6);
+			       (unsigned long long)g, (unsigned long long)bd_load(&h->daemon_pid),
+			       ok - 1, (double)(t - last_ok) / 1e6);
 		}
 		count[ngen - 1]++;
 		last_ok = t;
@@ -125,10 +114,11 @@ int main(int argc, char **argv)
 		printf("FAIL: stat(%s) at the end: %s\n", path, strerror(errno));
 		return 1;
 	}
-	printf("barriers %lu, stale %lu, errors %lu in %.1f s; longest gap between barriers %.1f ms; "
-	       "same inode %s\n",
-	       ok, stale, errors, (double)(now_ns() - start) / 1e9, (double)max_gap / 1e6,
-	       before.st_ino == after.st_ino && before.st_dev == after.st_dev ? "yes" : "no");
+	printf(
+	    "barriers %lu, stale %lu, errors %lu in %.1f s; longest gap between barriers %.1f ms; "
+	    "same inode %s\n",
+	    ok, stale, errors, (double)(bd_mono_ns() - start) / 1e9, (double)max_gap / 1e6,
+	    before.st_ino == after.st_ino && before.st_dev == after.st_dev ? "yes" : "no");
 	printf("generations:");
 	for (int i = 0; i < ngen; i++)
 		printf(" %llu (%llu barriers)", (unsigned long long)gens[i],

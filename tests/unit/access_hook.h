@@ -3,14 +3,14 @@
  * access_hook.h - act between any two loads the library makes from its mapping, deterministically.
  *
  * Memory-ordering bugs of a reader are windows between two of its loads; a test that runs the
- * simulated daemon from another thread hits such a window by luck.  This hook puts the test
+ * fake daemon from another thread hits such a window by luck.  This hook puts the test
  * inside the window instead, without a single test-only line in the library: the library's
  * read-only mapping (barrierd_mapping()) is made PROT_NONE, so each load from it faults.  The
  * SIGSEGV handler calls the test's callback with the address about to be loaded (the load has
  * not been performed yet), makes the mapping readable again and sets the trap flag; the load
  * is performed, and the single-step trap right after it (SIGTRAP) protects the mapping again.
  * The callback thus runs before every load, in the library's own program order, and may act
- * there as the daemon (a restart, a disarm) through the simulated daemon's own read-write
+ * there as the daemon (a restart, a disarm) through the fake daemon's own read-write
  * mapping, which is never protected.  When it returns AH_DONE the mapping stays readable and
  * the hook is off.
  *

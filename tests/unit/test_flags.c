@@ -2,7 +2,7 @@
 /*
  * header.flags has several writers: the main thread arming and disarming, the stop path and
  * the SIGSYS handler (on any thread).  Each must change only its own bits: a stop that a
- * concurrent disarm overwrites leaves a dead daemon's file marked running (DESIGN 5.4,
+ * concurrent disarm overwrites leaves a dead daemon's file marked running (docs/LIFECYCLE.md,
  * "Flags").  No BPF here: the publisher runs on simulated slots.
  */
 #include "publisher.h"

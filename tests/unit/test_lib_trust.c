@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * barrierd_open's trust checks (BRIEF §5), from the point of view of an unprivileged client:
- * each case starts from a layout that opens as `nobody` and breaks exactly one rule, and
- * barrierd_open must then refuse it with -EPERM before trusting a byte.
+ * barrierd_open's trust checks (lib/trust.c; docs/PROTOCOL.md, "Trusting the file"), from the point
+ * of view of an unprivileged client: each case starts from a layout that opens as `nobody` and
+ * breaks exactly one rule, and barrierd_open must then refuse it with -EPERM before trusting a
+ * byte.
  *
  * Needs root, to chown files and to switch a forked child to nobody (uid/gid 65534): the
  * client under test always runs as that child, never as root.
@@ -32,7 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sim_daemon.h"
+#include "fake_daemon.h"
 #include "test_env.h"
 
 #define NOBODY 65534
@@ -59,12 +60,12 @@ static void mkdir_mode(const char *path, mode_t mode)
 static uint64_t make_file(const char *path)
 {
 	size_t sz;
-	void *img = sim_image(NCPU, sim_now(), &sz);
+	void *img = fake_image(NCPU, bd_mono_ns(), &sz);
 	uint64_t gen = ++g_generation;
 
 	assert_non_null(img);
 	((struct barrierd_header *)img)->generation = gen;
-	assert_int_equal(sim_write_file(path, img, sz, 0644), 0);
+	assert_int_equal(test_write_file(path, img, sz, 0644), 0);
 	free(img);
 	return gen;
 }
@@ -483,7 +484,7 @@ static int deep_chain(const char *top, unsigned levels)
 	}
 	if (ok) {
 		size_t sz;
-		void *img = sim_image(NCPU, sim_now(), &sz);
+		void *img = fake_image(NCPU, bd_mono_ns(), &sz);
 		int f =
 		    img ? openat(fd, "state", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
 
@@ -724,8 +725,8 @@ static void path_swap_race(void **state)
 			if (renameat2(AT_FDCWD, lnk, AT_FDCWD, alt, RENAME_EXCHANGE))
 				_exit(1);
 	}
-	t_end = sim_now() + 1 * SIM_SEC;
-	while (sim_now() < t_end && opened_bad == 0) {
+	t_end = bd_mono_ns() + 1 * TEST_SEC;
+	while (bd_mono_ns() < t_end && opened_bad == 0) {
 		struct barrierd *b = NULL;
 		int r = barrierd_open(&b, via);
 
@@ -785,7 +786,7 @@ static int group_setup(void **state)
 	for (size_t i = 0; i < sizeof(parents) / sizeof(parents[0]); i++) {
 		if (!chain_usable(parents[i]))
 			continue;
-		if (sim_mkdtemp(g_base, sizeof(g_base), parents[i]))
+		if (test_mkdtemp(g_base, sizeof(g_base), parents[i]))
 			return -1;
 		print_message("trust tests under %s (chain to / root-owned, not writable by "
 			      "others unless sticky)\n",
@@ -799,7 +800,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
 	(void)state;
-	sim_rmtree(g_base);
+	test_rmtree(g_base);
 	return 0;
 }
 

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sim_daemon.h"
+#include "fake_daemon.h"
 
 #define NCPU 4
 
@@ -33,11 +33,11 @@ static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 
-	if (!f || sim_mkdtemp(f->dir, sizeof(f->dir), "/tmp"))
+	if (!f || test_mkdtemp(f->dir, sizeof(f->dir), "/tmp"))
 		return -1;
 	snprintf(f->path, sizeof(f->path), "%s/state", f->dir);
-	f->now = sim_now();
-	f->img = sim_image(NCPU, f->now, &f->size);
+	f->now = bd_mono_ns();
+	f->img = fake_image(NCPU, f->now, &f->size);
 	if (!f->img)
 		return -1;
 	*state = f;
@@ -48,7 +48,7 @@ static int teardown(void **state)
 {
 	struct fx *f = *state;
 
-	sim_rmtree(f->dir);
+	test_rmtree(f->dir);
 	free(f->img);
 	free(f);
 	return 0;
@@ -61,7 +61,7 @@ static struct barrierd_header *H(struct fx *f)
 
 static struct barrierd_ext *X(struct fx *f)
 {
-	return sim_ext_of(f->img, NCPU);
+	return test_ext_of(f->img, NCPU);
 }
 
 /* Write `len` bytes of buf as the state file and open it: the result, handle closed. */
@@ -70,8 +70,8 @@ static int try_bytes(struct fx *f, const void *buf, size_t len)
 	struct barrierd *b = NULL;
 	int ret;
 
-	assert_int_equal(sim_write_file(f->path, buf, len, 0644), 0);
-	ret = sim_open_lib(&b, f->path, NULL);
+	assert_int_equal(test_write_file(f->path, buf, len, 0644), 0);
+	ret = fake_open_lib(&b, f->path, NULL);
 	if (ret == 0) {
 		assert_non_null(b);
 		/* A handle we got must be usable: exercise the readers once, with no wait. */
@@ -92,7 +92,7 @@ static int try_img(struct fx *f)
 /* Reset the image to valid, so each case below breaks exactly one thing. */
 static void reset(struct fx *f)
 {
-	sim_fill(f->img, NCPU, f->now);
+	fake_fill(f->img, NCPU, f->now);
 }
 
 static void valid_file_opens(void **state)
@@ -103,10 +103,10 @@ static void valid_file_opens(void **state)
 	uint64_t before, after;
 	size_t sz = 0;
 
-	assert_int_equal(sim_write_file(f->path, f->img, f->size, 0644), 0);
-	before = sim_now();
-	assert_int_equal(sim_open_lib(&b, f->path, NULL), 0);
-	after = sim_now();
+	assert_int_equal(test_write_file(f->path, f->img, f->size, 0644), 0);
+	before = bd_mono_ns();
+	assert_int_equal(fake_open_lib(&b, f->path, NULL), 0);
+	after = bd_mono_ns();
 	assert_non_null(b);
 	m = barrierd_mapping(b, &sz);
 	assert_int_equal(sz, barrierd_file_size(NCPU));
@@ -131,7 +131,7 @@ static void open_bad_arguments(void **state)
 	struct barrierd_open_opts o = {.sz = sizeof(o)};
 	char missing[PATH_MAX + 16];
 
-	assert_int_equal(sim_write_file(f->path, f->img, f->size, 0644), 0);
+	assert_int_equal(test_write_file(f->path, f->img, f->size, 0644), 0);
 	assert_int_equal(barrierd_open(NULL, f->path), -EINVAL);
 	/* An options struct from a future, smaller... or a caller that forgot .sz. */
 	o.sz = 0;
@@ -139,12 +139,12 @@ static void open_bad_arguments(void **state)
 	assert_null(b);
 	o.sz = sizeof(o);
 	o.fallback = 7;
-	assert_int_equal(sim_open_lib(&b, f->path, &o), -EINVAL);
+	assert_int_equal(fake_open_lib(&b, f->path, &o), -EINVAL);
 	snprintf(missing, sizeof(missing), "%s/nonexistent", f->dir);
-	assert_int_equal(sim_open_lib(&b, missing, NULL), -ENOENT);
+	assert_int_equal(fake_open_lib(&b, missing, NULL), -ENOENT);
 	/* A path naming a directory, not a file. */
 	snprintf(missing, sizeof(missing), "%s/", f->dir);
-	assert_int_not_equal(sim_open_lib(&b, missing, NULL), 0);
+	assert_int_not_equal(fake_open_lib(&b, missing, NULL), 0);
 }
 
 static void truncated_below_header(void **state)
@@ -288,11 +288,11 @@ static void ncpu_huge(void **state)
 	}
 
 	/* At the limit a complete file is fine; one more CPU, also complete, is refused. */
-	big = sim_image(BARRIERD_MAX_CPUS, f->now, &sz);
+	big = fake_image(BARRIERD_MAX_CPUS, f->now, &sz);
 	assert_non_null(big);
 	assert_int_equal(try_bytes(f, big, sz), 0);
 	free(big);
-	big = sim_image(BARRIERD_MAX_CPUS + 1ULL, f->now, &sz);
+	big = fake_image(BARRIERD_MAX_CPUS + 1ULL, f->now, &sz);
 	assert_non_null(big);
 	assert_int_equal(try_bytes(f, big, sz), -EPROTO);
 	free(big);
@@ -371,7 +371,7 @@ static void extension_out_of_bounds(void **state)
 static void future_times_refused(void **state)
 {
 	struct fx *f = *state;
-	const uint64_t later = sim_now() + 3600 * SIM_SEC;
+	const uint64_t later = bd_mono_ns() + 3600 * TEST_SEC;
 
 	H(f)->last_interrupt_ns = later;
 	assert_int_equal(try_img(f), -ESTALE);
@@ -390,7 +390,7 @@ static void future_times_refused(void **state)
 	assert_int_equal(try_img(f), -ESTALE);
 	reset(f);
 	/* Only a little later still counts: there is no slack. */
-	H(f)->last_interrupt_ns = sim_now() + 2 * SIM_SEC;
+	H(f)->last_interrupt_ns = bd_mono_ns() + 2 * TEST_SEC;
 	assert_int_equal(try_img(f), -ESTALE);
 	reset(f);
 	/* vtime is a counter, not a time: any value is possible within one boot. */
@@ -408,7 +408,7 @@ static void foreign_boot_id_opens(void **state)
 	struct fx *f = *state;
 	uint8_t mine[16];
 
-	sim_boot_id(mine);
+	test_boot_id(mine);
 	for (int i = 0; i < 16; i++)
 		H(f)->boot_id[i] = (uint8_t)(mine[i] ^ 0x5a);
 	assert_int_equal(try_img(f), 0);
@@ -430,8 +430,8 @@ static void reset_file_opens(void **state)
 	X(f)->last_advance_ns = 0;
 	for (int c = 0; c < NCPU; c++)
 		H(f)->per_cpu[c].last_interrupt_ns = 0;
-	assert_int_equal(sim_write_file(f->path, f->img, f->size, 0644), 0);
-	assert_int_equal(sim_open_lib(&b, f->path, NULL), 0);
+	assert_int_equal(test_write_file(f->path, f->img, f->size, 0644), 0);
+	assert_int_equal(fake_open_lib(&b, f->path, NULL), 0);
 	assert_false(barrierd_passed(b, barrierd_stamp_ns(b)));
 	assert_int_equal(barrierd_wait(b, barrierd_stamp_ns(b), 0), -ESTALE);
 	barrierd_close(b);
@@ -457,8 +457,8 @@ static void bit_flips_never_crash(void **state)
 
 			reset(f);
 			((uint8_t *)f->img)[byte] ^= (uint8_t)(1u << bit);
-			assert_int_equal(sim_write_file(f->path, f->img, f->size, 0644), 0);
-			ret = sim_open_lib(&b, f->path, NULL);
+			assert_int_equal(test_write_file(f->path, f->img, f->size, 0644), 0);
+			ret = fake_open_lib(&b, f->path, NULL);
 			if (ret == 0) {
 				uint64_t s = barrierd_stamp_ns(b);
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * passed() and the waits against a simulated daemon: strict comparisons, futex wake-ups on the
+ * passed() and the waits against a fake daemon: strict comparisons, futex wake-ups on the
  * right words, the bounded sleep that catches a change in a word's high half, the doorbell
  * (rung only for idle/offline/unknown/daemon CPUs at or below the stamp), a stale daemon,
  * the membarrier fallback and its errors, a daemon restart under an open handle, and
@@ -31,11 +31,12 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "access_hook.h"
-#include "sim_daemon.h"
+#include "fake_daemon.h"
 
 #ifndef SYS_futex_waitv
 #define SYS_futex_waitv 449
@@ -45,7 +46,7 @@
 #define FEATS (BARRIERD_FEAT_EXTENSION | BARRIERD_FEAT_DOORBELL)
 
 struct fx {
-	struct sim s;
+	struct fake_daemon s;
 	struct barrierd *b;
 };
 
@@ -56,9 +57,9 @@ static int setup_ncpu(void **state, uint64_t ncpu)
 	if (!f)
 		return -1;
 	*state = f;
-	if (sim_create(&f->s, ncpu) || sim_start_heartbeat(&f->s))
+	if (fake_create(&f->s, ncpu, FAKE_LIVE) || fake_start_ticker(&f->s, 0))
 		return -1;
-	return sim_open_lib(&f->b, f->s.path, NULL) ? -1 : 0;
+	return fake_open_lib(&f->b, f->s.path, NULL) ? -1 : 0;
 }
 
 static int setup(void **state)
@@ -79,10 +80,10 @@ static int teardown(void **state)
 	if (!f)
 		return 0;
 	/* Threads first: they write the mapping the handle reads. */
-	sim_stop_doorbell(&f->s);
-	sim_stop_heartbeat(&f->s);
+	fake_stop_doorbell(&f->s);
+	fake_stop_ticker(&f->s);
 	barrierd_close(f->b);
-	sim_destroy(&f->s);
+	fake_destroy(&f->s);
 	free(f);
 	return 0;
 }
@@ -101,7 +102,7 @@ static struct barrierd *open_fallback(struct fx *f, int64_t after_ns)
 				       .fallback_after_ns = after_ns};
 	struct barrierd *b = NULL;
 
-	assert_int_equal(sim_open_lib(&b, f->s.path, &o), 0);
+	assert_int_equal(fake_open_lib(&b, f->s.path, &o), 0);
 	return b;
 }
 
@@ -118,16 +119,16 @@ static uint64_t stamp(struct barrierd *b)
 /* The daemon stops: no more heartbeats, the stop snapshot, the stopped flag. */
 static void daemon_dies(struct fx *f)
 {
-	sim_stop_heartbeat(&f->s);
-	sim_stop_daemon(&f->s);
+	fake_stop_ticker(&f->s);
+	fake_stop(&f->s);
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* The simulated daemon's actions, run from a thread while the test waits                    */
+/* The fake daemon's actions, run from a thread while the test waits                        */
 /* ---------------------------------------------------------------------------------------- */
 
 struct adv {
-	struct sim *s;
+	struct fake_daemon *s;
 	const uint64_t *sleeper; /* first wait until a waiter sleeps on this word (NULL: don't) */
 	void (*act)(struct adv *);
 	uint64_t after; /* published values must be later than this stamp */
@@ -139,19 +140,19 @@ struct adv {
 
 static uint64_t later_than(uint64_t t)
 {
-	uint64_t n = sim_now();
+	uint64_t n = bd_mono_ns();
 
 	return n > t ? n : t + 1;
 }
 
 static void act_all(struct adv *a)
 {
-	sim_credit_all(a->s, later_than(a->after));
+	fake_credit_all(a->s, later_than(a->after));
 }
 
 static void act_cpu(struct adv *a)
 {
-	sim_credit(a->s, a->cpu, later_than(a->after));
+	fake_credit(a->s, a->cpu, later_than(a->after));
 }
 
 /*
@@ -161,13 +162,13 @@ static void act_cpu(struct adv *a)
  */
 static void act_high_half(struct adv *a)
 {
-	struct sim *s = a->s;
+	struct fake_daemon *s = a->s;
 
 	pthread_mutex_lock(&s->lock);
 	for (uint64_t c = 0; c < s->ncpu; c++)
-		sim_store(&s->h->per_cpu[c].last_interrupt_ns,
-			  sim_load(&s->h->per_cpu[c].last_interrupt_ns) + (1ULL << 32));
-	sim_store(&s->h->last_interrupt_ns, sim_load(&s->h->last_interrupt_ns) + (1ULL << 32));
+		bd_store(&s->h->per_cpu[c].last_interrupt_ns,
+			 bd_load(&s->h->per_cpu[c].last_interrupt_ns) + (1ULL << 32));
+	bd_store(&s->h->last_interrupt_ns, bd_load(&s->h->last_interrupt_ns) + (1ULL << 32));
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -175,8 +176,8 @@ static void act_high_half(struct adv *a)
 static void act_tick(struct adv *a)
 {
 	while (!__atomic_load_n(&a->stop, __ATOMIC_ACQUIRE)) {
-		sim_credit_all(a->s, sim_now());
-		sim_sleep_ns(SIM_MS);
+		fake_credit_all(a->s, bd_mono_ns());
+		test_sleep_ns(TEST_MS);
 	}
 }
 
@@ -185,7 +186,7 @@ static void *adv_main(void *arg)
 	struct adv *a = arg;
 
 	if (a->sleeper)
-		a->saw_sleeper = sim_await_sleeper(a->sleeper, SIM_HANG_GUARD_NS / 2);
+		a->saw_sleeper = test_await_sleeper(a->sleeper, TEST_HANG_GUARD_NS / 2);
 	a->act(a);
 	return NULL;
 }
@@ -211,14 +212,14 @@ static void passed_is_strict(void **state)
 	uint64_t s = stamp(f->b);
 
 	assert_false(barrierd_passed(f->b, s));
-	sim_credit_all(&f->s, s - 1);
+	fake_credit_all(&f->s, s - 1);
 	assert_false(barrierd_passed(f->b, s));
-	/* Equal is not evidence (BRIEF §3: the model finds a counterexample with >=). */
-	sim_credit_all(&f->s, s);
+	/* Equal is not evidence (DESIGN rule 8: the model finds a counterexample with >=). */
+	fake_credit_all(&f->s, s);
 	assert_int_equal(f->s.h->last_interrupt_ns, s);
 	assert_false(barrierd_passed(f->b, s));
 	assert_int_equal(barrierd_wait(f->b, s, 0), -ETIMEDOUT); /* the waits compare alike */
-	sim_credit_all(&f->s, s + 1);
+	fake_credit_all(&f->s, s + 1);
 	assert_true(barrierd_passed(f->b, s));
 	assert_false(barrierd_passed(f->b, s + 1));
 }
@@ -229,7 +230,7 @@ static void passed_refuses_stamps_before_open(void **state)
 	uint64_t o = barrierd_open_ns(f->b);
 
 	/* The daemon moves far past open_ns; stamps at or below it still never pass. */
-	sim_credit_all(&f->s, later_than(o) + SIM_SEC);
+	fake_credit_all(&f->s, later_than(o) + TEST_SEC);
 	assert_true(f->s.h->last_interrupt_ns > o);
 	assert_false(barrierd_passed(f->b, o));
 	assert_false(barrierd_passed(f->b, o - 1));
@@ -242,17 +243,17 @@ static void passed_vtime_is_strict(void **state)
 	struct fx *f = *state;
 	uint64_t v = barrierd_stamp_vtime(f->b);
 
-	assert_int_equal(v, sim_load(&f->s.h->vtime));
+	assert_int_equal(v, bd_load(&f->s.h->vtime));
 	assert_false(barrierd_passed_vtime(f->b, v));
 	/* The global vtime reaching v exactly is not enough. */
-	sim_store(&f->s.h->last_interrupt_vtime, v);
+	bd_store(&f->s.h->last_interrupt_vtime, v);
 	assert_false(barrierd_passed_vtime(f->b, v));
 	assert_int_equal(barrierd_wait_vtime(f->b, v, 0), -ETIMEDOUT);
-	sim_store(&f->s.h->last_interrupt_vtime, v + 1);
+	bd_store(&f->s.h->last_interrupt_vtime, v + 1);
 	assert_true(barrierd_passed_vtime(f->b, v));
 	assert_false(barrierd_passed_vtime(f->b, v + 1));
 	/* stamp_vtime follows the published vtime. */
-	sim_store(&f->s.h->vtime, v + 100);
+	bd_store(&f->s.h->vtime, v + 100);
 	assert_int_equal(barrierd_stamp_vtime(f->b), v + 100);
 }
 
@@ -265,9 +266,9 @@ static void wait_fast_path(void **state)
 	struct fx *f = *state;
 	uint64_t s = stamp(f->b);
 
-	sim_credit_all(&f->s, s + 1);
+	fake_credit_all(&f->s, s + 1);
 	assert_int_equal(barrierd_wait(f->b, s, 0), 0);
-	assert_int_equal(barrierd_wait(f->b, s, SIM_HANG_GUARD_NS), 0);
+	assert_int_equal(barrierd_wait(f->b, s, TEST_HANG_GUARD_NS), 0);
 }
 
 static void wait_woken_by_daemon(void **state)
@@ -279,7 +280,7 @@ static void wait_woken_by_daemon(void **state)
 	/* The waiter must be found asleep on the global word's low half, as a shared futex. */
 	a.sleeper = &f->s.h->last_interrupt_ns;
 	adv_start(&a);
-	assert_int_equal(barrierd_wait(f->b, a.after, SIM_HANG_GUARD_NS), 0);
+	assert_int_equal(barrierd_wait(f->b, a.after, TEST_HANG_GUARD_NS), 0);
 	adv_join(&a);
 	assert_true(a.saw_sleeper);
 	assert_true(barrierd_passed(f->b, a.after));
@@ -294,7 +295,7 @@ static void wait_vtime_woken_by_daemon(void **state)
 	a.after = stamp(f->b);
 	a.sleeper = &f->s.h->last_interrupt_vtime;
 	adv_start(&a);
-	assert_int_equal(barrierd_wait_vtime(f->b, v, SIM_HANG_GUARD_NS), 0);
+	assert_int_equal(barrierd_wait_vtime(f->b, v, TEST_HANG_GUARD_NS), 0);
 	adv_join(&a);
 	assert_true(a.saw_sleeper);
 	assert_true(barrierd_passed_vtime(f->b, v));
@@ -306,9 +307,9 @@ static void wait_times_out(void **state)
 	uint64_t s = stamp(f->b);
 
 	/* A live daemon whose busy CPUs bring no evidence: a short wait must time out. */
-	assert_int_equal(barrierd_wait(f->b, s, 50 * SIM_MS), -ETIMEDOUT);
+	assert_int_equal(barrierd_wait(f->b, s, 50 * TEST_MS), -ETIMEDOUT);
 	assert_int_equal(barrierd_wait(f->b, s, 0), -ETIMEDOUT);
-	assert_int_equal(barrierd_wait_vtime(f->b, barrierd_stamp_vtime(f->b), 20 * SIM_MS),
+	assert_int_equal(barrierd_wait_vtime(f->b, barrierd_stamp_vtime(f->b), 20 * TEST_MS),
 			 -ETIMEDOUT);
 	assert_false(barrierd_passed(f->b, s));
 }
@@ -318,10 +319,10 @@ static void wait_refuses_stamps_before_open(void **state)
 	struct fx *f = *state;
 	uint64_t o = barrierd_open_ns(f->b);
 
-	sim_credit_all(&f->s, later_than(o) + SIM_SEC);
-	assert_int_equal(barrierd_wait(f->b, o, SIM_HANG_GUARD_NS), -EINVAL);
-	assert_int_equal(barrierd_wait(f->b, o - 1, SIM_HANG_GUARD_NS), -EINVAL);
-	assert_int_equal(barrierd_wait(f->b, 0, SIM_HANG_GUARD_NS), -EINVAL);
+	fake_credit_all(&f->s, later_than(o) + TEST_SEC);
+	assert_int_equal(barrierd_wait(f->b, o, TEST_HANG_GUARD_NS), -EINVAL);
+	assert_int_equal(barrierd_wait(f->b, o - 1, TEST_HANG_GUARD_NS), -EINVAL);
+	assert_int_equal(barrierd_wait(f->b, 0, TEST_HANG_GUARD_NS), -EINVAL);
 	assert_int_equal(barrierd_wait(NULL, o + 1, 0), -EINVAL);
 	assert_int_equal(barrierd_wait_vtime(NULL, 1, 0), -EINVAL);
 	assert_int_equal(barrierd_barrier(NULL, 0), -EINVAL);
@@ -334,15 +335,15 @@ static void wait_sees_high_half_change(void **state)
 	uint32_t low_before;
 
 	a.after = stamp(f->b);
-	low_before = (uint32_t)sim_load(&f->s.h->last_interrupt_ns);
+	low_before = (uint32_t)bd_load(&f->s.h->last_interrupt_ns);
 	a.sleeper = &f->s.h->last_interrupt_ns;
 	adv_start(&a);
-	assert_int_equal(barrierd_wait(f->b, a.after, SIM_HANG_GUARD_NS), 0);
+	assert_int_equal(barrierd_wait(f->b, a.after, TEST_HANG_GUARD_NS), 0);
 	adv_join(&a);
 	assert_true(a.saw_sleeper);
 	/* The futex word itself never changed and was never woken after the poke. */
-	assert_int_equal((uint32_t)sim_load(&f->s.h->last_interrupt_ns), low_before);
-	assert_true(sim_load(&f->s.h->last_interrupt_ns) > a.after);
+	assert_int_equal((uint32_t)bd_load(&f->s.h->last_interrupt_ns), low_before);
+	assert_true(bd_load(&f->s.h->last_interrupt_ns) > a.after);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -351,21 +352,21 @@ static void wait_sees_high_half_change(void **state)
 
 /*
  * CPU 0 is busy and past the stamp; CPU 1 holds the barrier back in `cpu_state`, at the stamp
- * or below it.  The wait must ring; the simulated doorbell thread then credits CPU 1, as the
- * daemon's idle/offline credit does, and the wait ends.
+ * or below it.  The wait must ring; the fake daemon's doorbell listener then credits CPU 1,
+ * as the daemon's idle/offline credit does, and the wait ends.
  */
 static void ring_case(struct fx *f, uint64_t cpu_state, int at_stamp)
 {
 	uint64_t s = stamp(f->b);
 
-	sim_credit(&f->s, 0, s + 1);
+	fake_credit(&f->s, 0, s + 1);
 	if (at_stamp)
-		sim_credit(&f->s, 1, s);
-	sim_set_state(&f->s, 1, cpu_state);
-	assert_int_equal(sim_start_doorbell(&f->s, SIM_CREDIT_IDLE), 0);
-	assert_int_equal(barrierd_wait(f->b, s, SIM_HANG_GUARD_NS), 0);
-	sim_stop_doorbell(&f->s);
-	if (sim_rings(&f->s) < 1)
+		fake_credit(&f->s, 1, s);
+	fake_set_state(&f->s, 1, cpu_state);
+	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_IDLE), 0);
+	assert_int_equal(barrierd_wait(f->b, s, TEST_HANG_GUARD_NS), 0);
+	fake_stop_doorbell(&f->s);
+	if (fake_rings(&f->s) < 1)
 		fail_msg("CPU state %llu: the wait ended without ringing",
 			 (unsigned long long)cpu_state);
 	assert_true(f->s.h->per_cpu[1].last_interrupt_ns > s);
@@ -403,13 +404,23 @@ static void rings_for_idle_at_stamp(void **state)
  */
 static void listener_hears_requests(struct fx *f)
 {
-	uint64_t end = sim_now() + SIM_HANG_GUARD_NS;
+	uint64_t end = bd_mono_ns() + TEST_HANG_GUARD_NS;
 
-	while (sim_rings(&f->s) == 0 && sim_now() < end) {
+	while (fake_rings(&f->s) == 0 && bd_mono_ns() < end) {
 		assert_int_equal(barrierd_request(f->b), 0);
-		sim_sleep_ns(SIM_MS);
+		test_sleep_ns(TEST_MS);
 	}
-	assert_true(sim_rings(&f->s) > 0);
+	assert_true(fake_rings(&f->s) > 0);
+}
+
+/* CPU 1 is idle: a wait for s must time out without ringing, although the listener listens. */
+static void no_ring_case(struct fx *f, uint64_t s, int64_t wait_ns)
+{
+	fake_set_state(&f->s, 1, BARRIERD_CPU_IDLE);
+	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_NONE), 0);
+	assert_int_equal(barrierd_wait(f->b, s, wait_ns), -ETIMEDOUT);
+	assert_int_equal(fake_rings(&f->s), 0);
+	listener_hears_requests(f);
 }
 
 static void no_ring_when_lagging_cpus_busy(void **state)
@@ -418,12 +429,8 @@ static void no_ring_when_lagging_cpus_busy(void **state)
 	uint64_t s = stamp(f->b);
 
 	/* CPU 1 is idle but already past the stamp; CPU 0, below it, is busy. */
-	sim_credit(&f->s, 1, s + 1);
-	sim_set_state(&f->s, 1, BARRIERD_CPU_IDLE);
-	assert_int_equal(sim_start_doorbell(&f->s, SIM_CREDIT_NONE), 0);
-	assert_int_equal(barrierd_wait(f->b, s, 200 * SIM_MS), -ETIMEDOUT);
-	assert_int_equal(sim_rings(&f->s), 0);
-	listener_hears_requests(f);
+	fake_credit(&f->s, 1, s + 1);
+	no_ring_case(f, s, 200 * TEST_MS);
 }
 
 static void no_ring_without_doorbell_feature(void **state)
@@ -432,17 +439,13 @@ static void no_ring_without_doorbell_feature(void **state)
 	uint64_t s = stamp(f->b);
 
 	/* No daemon thread waits on the doorbell: ringing would only cost the client. */
-	sim_store(&f->s.h->flags, BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION);
-	sim_set_state(&f->s, 1, BARRIERD_CPU_IDLE);
-	assert_int_equal(sim_start_doorbell(&f->s, SIM_CREDIT_NONE), 0);
-	assert_int_equal(barrierd_wait(f->b, s, 100 * SIM_MS), -ETIMEDOUT);
-	assert_int_equal(sim_rings(&f->s), 0);
-	listener_hears_requests(f);
+	bd_store(&f->s.h->flags, BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION);
+	no_ring_case(f, s, 100 * TEST_MS);
 }
 
 /*
  * A disarmed daemon listens to no CPU until someone rings: then the waiter rings even though
- * every lagging CPU is busy.  The simulated daemon arms on the ring and its busy CPUs' events
+ * every lagging CPU is busy.  The fake daemon arms on the ring and its busy CPUs' events
  * reach it.
  */
 static void rings_when_disarmed(void **state)
@@ -450,12 +453,12 @@ static void rings_when_disarmed(void **state)
 	struct fx *f = *state;
 	uint64_t s = stamp(f->b);
 
-	sim_store(&f->s.h->flags, BARRIERD_FLAG_RUNNING | FEATS);
-	assert_int_equal(sim_start_doorbell(&f->s, SIM_CREDIT_ARM), 0);
-	assert_int_equal(barrierd_wait(f->b, s, SIM_HANG_GUARD_NS), 0);
-	sim_stop_doorbell(&f->s);
-	assert_true(sim_rings(&f->s) >= 1);
-	assert_true(sim_load(&f->s.h->flags) & BARRIERD_FLAG_ARMED);
+	bd_store(&f->s.h->flags, BARRIERD_FLAG_RUNNING | FEATS);
+	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_ARM), 0);
+	assert_int_equal(barrierd_wait(f->b, s, TEST_HANG_GUARD_NS), 0);
+	fake_stop_doorbell(&f->s);
+	assert_true(fake_rings(&f->s) >= 1);
+	assert_true(bd_load(&f->s.h->flags) & BARRIERD_FLAG_ARMED);
 }
 
 static void request_rings(void **state)
@@ -464,7 +467,7 @@ static void request_rings(void **state)
 
 	/* Nobody listening: the ring is lost, which is not an error. */
 	assert_int_equal(barrierd_request(f->b), 0);
-	assert_int_equal(sim_start_doorbell(&f->s, SIM_CREDIT_NONE), 0);
+	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_NONE), 0);
 	listener_hears_requests(f);
 }
 
@@ -477,7 +480,7 @@ static void request_rings(void **state)
  * The waits are short: a library that missed the sign would time out (or, after three
  * periods of an unrefreshed heartbeat, see the wrong sign) instead of returning -ESTALE.
  */
-#define STALE_WAIT_NS (100 * SIM_MS)
+#define STALE_WAIT_NS (100 * TEST_MS)
 
 static void stale_stopped_flag(void **state)
 {
@@ -486,16 +489,16 @@ static void stale_stopped_flag(void **state)
 	uint64_t s = stamp(f->b);
 
 	/* The heartbeat thread keeps running: only the flags say the daemon stopped. */
-	sim_store(&f->s.h->flags, BARRIERD_FLAG_STOPPED | FEATS);
+	bd_store(&f->s.h->flags, BARRIERD_FLAG_STOPPED | FEATS);
 	assert_int_equal(barrierd_wait(f->b, s, STALE_WAIT_NS), -ESTALE);
 	assert_int_equal(barrierd_wait_vtime(f->b, barrierd_stamp_vtime(f->b), STALE_WAIT_NS),
 			 -ESTALE);
 	/* Stopped wins over running. */
-	sim_store(&f->s.h->flags, BARRIERD_FLAG_RUNNING | BARRIERD_FLAG_STOPPED | FEATS);
+	bd_store(&f->s.h->flags, BARRIERD_FLAG_RUNNING | BARRIERD_FLAG_STOPPED | FEATS);
 	assert_int_equal(barrierd_wait(f->b, s, STALE_WAIT_NS), -ESTALE);
 	/* With the fallback: membarrier's own result instead. */
-	assert_int_equal(barrierd_wait(fb, stamp(fb), SIM_HANG_GUARD_NS), membarrier_result());
-	assert_int_equal(barrierd_barrier(fb, SIM_HANG_GUARD_NS), membarrier_result());
+	assert_int_equal(barrierd_wait(fb, stamp(fb), TEST_HANG_GUARD_NS), membarrier_result());
+	assert_int_equal(barrierd_barrier(fb, TEST_HANG_GUARD_NS), membarrier_result());
 	barrierd_close(fb);
 }
 
@@ -504,7 +507,7 @@ static void stale_not_running(void **state)
 	struct fx *f = *state;
 
 	/* Neither flag (heartbeat still fresh): no daemon owns the file. */
-	sim_store(&f->s.h->flags, FEATS);
+	bd_store(&f->s.h->flags, FEATS);
 	assert_int_equal(barrierd_wait(f->b, stamp(f->b), STALE_WAIT_NS), -ESTALE);
 }
 
@@ -519,22 +522,22 @@ static void stale_heartbeat(void **state)
 	 * this thread itself was held off the CPU until the heartbeat really was three periods
 	 * old, the attempt proves nothing and is repeated.
 	 */
-	sim_stop_heartbeat(&f->s);
+	fake_stop_ticker(&f->s);
 	for (int attempt = 0;; attempt++) {
-		uint64_t hb = sim_now() - SIM_HB_PERIOD_NS / 2;
+		uint64_t hb = bd_mono_ns() - FAKE_HB_PERIOD_NS / 2;
 		int r;
 
-		sim_store(&f->s.h->heartbeat_ns, hb);
-		r = barrierd_wait(f->b, s, 10 * SIM_MS);
-		if (sim_now() - hb > 3 * SIM_HB_PERIOD_NS && attempt < 5)
+		bd_store(&f->s.h->heartbeat_ns, hb);
+		r = barrierd_wait(f->b, s, 10 * TEST_MS);
+		if (bd_mono_ns() - hb > 3 * FAKE_HB_PERIOD_NS && attempt < 5)
 			continue;
 		assert_int_equal(r, -ETIMEDOUT);
 		break;
 	}
 	/* Older than three periods (the flags still say running): a dead or wedged daemon. */
-	sim_store(&f->s.h->heartbeat_ns, sim_now() - 3 * SIM_HB_PERIOD_NS - 50 * SIM_MS);
+	bd_store(&f->s.h->heartbeat_ns, bd_mono_ns() - 3 * FAKE_HB_PERIOD_NS - 50 * TEST_MS);
 	assert_int_equal(barrierd_wait(f->b, s, STALE_WAIT_NS), -ESTALE);
-	assert_int_equal(barrierd_wait(fb, stamp(fb), SIM_HANG_GUARD_NS), membarrier_result());
+	assert_int_equal(barrierd_wait(fb, stamp(fb), TEST_HANG_GUARD_NS), membarrier_result());
 	barrierd_close(fb);
 }
 
@@ -544,10 +547,10 @@ static void stale_but_already_passed(void **state)
 	uint64_t s = stamp(f->b);
 
 	/* Evidence published before the daemon died stays evidence. */
-	sim_credit_all(&f->s, s + 1);
+	fake_credit_all(&f->s, s + 1);
 	daemon_dies(f);
 	assert_true(barrierd_passed(f->b, s));
-	assert_int_equal(barrierd_wait(f->b, s, SIM_HANG_GUARD_NS), 0);
+	assert_int_equal(barrierd_wait(f->b, s, TEST_HANG_GUARD_NS), 0);
 }
 
 /*
@@ -565,18 +568,18 @@ static void values_after_stop_not_trusted(void **state)
 	daemon_dies(f);
 	assert_true(f->s.x->stop_ns <= s);
 	/* Another writer, with no RUNNING flag: every word goes past the stamps. */
-	sim_credit_all(&f->s, s + SIM_MS);
-	assert_true(sim_load(&f->s.h->last_interrupt_ns) > s);
-	assert_true(sim_load(&f->s.h->last_interrupt_vtime) > v);
+	fake_credit_all(&f->s, s + TEST_MS);
+	assert_true(bd_load(&f->s.h->last_interrupt_ns) > s);
+	assert_true(bd_load(&f->s.h->last_interrupt_vtime) > v);
 	assert_false(barrierd_passed(f->b, s));
 	assert_false(barrierd_passed_vtime(f->b, v));
-	assert_int_equal(barrierd_wait(f->b, s, SIM_HANG_GUARD_NS), -ESTALE);
-	assert_int_equal(barrierd_wait_vtime(f->b, v, SIM_HANG_GUARD_NS), -ESTALE);
+	assert_int_equal(barrierd_wait(f->b, s, TEST_HANG_GUARD_NS), -ESTALE);
+	assert_int_equal(barrierd_wait_vtime(f->b, v, TEST_HANG_GUARD_NS), -ESTALE);
 	CPU_ZERO(&set);
 	CPU_SET(0, &set);
-	assert_int_equal(barrierd_wait_cpus(f->b, s, &set, sizeof(set), SIM_HANG_GUARD_NS),
+	assert_int_equal(barrierd_wait_cpus(f->b, s, &set, sizeof(set), TEST_HANG_GUARD_NS),
 			 -ESTALE);
-	assert_int_equal(barrierd_wait(fb, s, SIM_HANG_GUARD_NS), membarrier_result());
+	assert_int_equal(barrierd_wait(fb, s, TEST_HANG_GUARD_NS), membarrier_result());
 	barrierd_close(fb);
 }
 
@@ -587,31 +590,31 @@ static void stopped_without_extension_trusts_nothing(void **state)
 	struct barrierd *b = NULL;
 	uint64_t s;
 
-	sim_store(&f->s.h->flags, BARRIERD_FLAG_RUNNING);
-	assert_int_equal(sim_open_lib(&b, f->s.path, NULL), 0);
+	bd_store(&f->s.h->flags, BARRIERD_FLAG_RUNNING);
+	assert_int_equal(fake_open_lib(&b, f->s.path, NULL), 0);
 	s = stamp(b);
-	sim_credit_all(&f->s, s + 1);
+	fake_credit_all(&f->s, s + 1);
 	assert_true(barrierd_passed(b, s)); /* control: running, the value counts */
-	sim_stop_heartbeat(&f->s);
-	sim_store(&f->s.h->flags, BARRIERD_FLAG_STOPPED);
+	fake_stop_ticker(&f->s);
+	bd_store(&f->s.h->flags, BARRIERD_FLAG_STOPPED);
 	assert_false(barrierd_passed(b, s));
 	assert_false(barrierd_passed_vtime(b, 0));
-	assert_int_equal(barrierd_wait(b, s, SIM_HANG_GUARD_NS), -ESTALE);
+	assert_int_equal(barrierd_wait(b, s, TEST_HANG_GUARD_NS), -ESTALE);
 	barrierd_close(b);
 }
 
 static void fallback_after_bound(void **state)
 {
 	struct fx *f = *state;
-	struct barrierd *fb = open_fallback(f, 20 * SIM_MS);
+	struct barrierd *fb = open_fallback(f, 20 * TEST_MS);
 	uint64_t s = stamp(fb);
 
 	/* Live daemon, no evidence: after fallback_after_ns the wait finishes with membarrier. */
-	assert_int_equal(barrierd_wait(fb, s, SIM_HANG_GUARD_NS), membarrier_result());
-	assert_int_equal(barrierd_barrier(fb, SIM_HANG_GUARD_NS), membarrier_result());
+	assert_int_equal(barrierd_wait(fb, s, TEST_HANG_GUARD_NS), membarrier_result());
+	assert_int_equal(barrierd_barrier(fb, TEST_HANG_GUARD_NS), membarrier_result());
 	assert_false(barrierd_passed(fb, s));
 	/* The handle without the fallback just times out. */
-	assert_int_equal(barrierd_wait(f->b, s, 30 * SIM_MS), -ETIMEDOUT);
+	assert_int_equal(barrierd_wait(f->b, s, 30 * TEST_MS), -ETIMEDOUT);
 	barrierd_close(fb);
 }
 
@@ -663,8 +666,8 @@ static void fallback_error_returned(void **state)
 		close(pfd[0]);
 		alarm(30);
 		r[0] = deny_membarrier();
-		r[1] = barrierd_wait(fb, s, SIM_HANG_GUARD_NS);
-		r[2] = barrierd_barrier(fb, SIM_HANG_GUARD_NS);
+		r[1] = barrierd_wait(fb, s, TEST_HANG_GUARD_NS);
+		r[2] = barrierd_barrier(fb, TEST_HANG_GUARD_NS);
 		_exit(write(pfd[1], r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 1);
 	}
 	close(pfd[1]);
@@ -686,30 +689,30 @@ static void fallback_error_returned(void **state)
 static void restart_keeps_handle(void **state)
 {
 	struct fx *f = *state;
-	struct sim *s = &f->s;
+	struct fake_daemon *s = &f->s;
 	struct adv a = {.s = s, .act = act_all};
-	uint64_t vmax, gen = sim_load(&s->h->generation);
+	uint64_t vmax, gen = bd_load(&s->h->generation);
 
 	a.after = stamp(f->b);
 	daemon_dies(f);
-	assert_int_equal(barrierd_wait(f->b, a.after, SIM_HANG_GUARD_NS), -ESTALE);
+	assert_int_equal(barrierd_wait(f->b, a.after, TEST_HANG_GUARD_NS), -ESTALE);
 
-	vmax = sim_load(&s->h->vtime);
+	vmax = bd_load(&s->h->vtime);
 	for (uint64_t c = 0; c < s->ncpu; c++) {
-		uint64_t v = sim_load(&s->h->per_cpu[c].last_interrupt_vtime);
+		uint64_t v = bd_load(&s->h->per_cpu[c].last_interrupt_vtime);
 
 		vmax = v > vmax ? v : vmax;
 	}
-	sim_store(&s->h->vtime, vmax + 1);
-	sim_store(&s->h->generation, gen + 1);
-	sim_store(&s->h->daemon_pid, s->h->daemon_pid + 1);
-	sim_store(&s->h->heartbeat_ns, sim_now());
-	sim_store(&s->h->flags, BARRIERD_FLAG_RUNNING | FEATS);
-	assert_int_equal(sim_start_heartbeat(s), 0);
+	bd_store(&s->h->vtime, vmax + 1);
+	bd_store(&s->h->generation, gen + 1);
+	bd_store(&s->h->daemon_pid, s->h->daemon_pid + 1);
+	bd_store(&s->h->heartbeat_ns, bd_mono_ns());
+	bd_store(&s->h->flags, BARRIERD_FLAG_RUNNING | FEATS);
+	assert_int_equal(fake_start_ticker(s, 0), 0);
 
 	a.sleeper = &s->h->last_interrupt_ns;
 	adv_start(&a);
-	assert_int_equal(barrierd_wait(f->b, a.after, SIM_HANG_GUARD_NS), 0);
+	assert_int_equal(barrierd_wait(f->b, a.after, TEST_HANG_GUARD_NS), 0);
 	adv_join(&a);
 	assert_true(a.saw_sleeper);
 	assert_int_equal(barrierd_mapping(f->b, NULL)->generation, gen + 1);
@@ -722,7 +725,7 @@ static void barrier_with_busy_machine(void **state)
 
 	adv_start(&a);
 	for (int i = 0; i < 5; i++)
-		assert_int_equal(barrierd_barrier(f->b, SIM_HANG_GUARD_NS), 0);
+		assert_int_equal(barrierd_barrier(f->b, TEST_HANG_GUARD_NS), 0);
 	adv_join(&a);
 }
 
@@ -739,16 +742,16 @@ static void wait_cpus_subset(void **state)
 	CPU_ZERO(&set);
 	CPU_SET(0, &set);
 	/* CPU 0 at the stamp exactly has not passed it. */
-	sim_credit(&f->s, 0, s);
+	fake_credit(&f->s, 0, s);
 	assert_int_equal(barrierd_wait_cpus(f->b, s, &set, sizeof(set), 0), -ETIMEDOUT);
 	/* CPU 0 passed, CPU 1 (and so the global value) lags. */
-	sim_credit(&f->s, 0, s + 1);
+	fake_credit(&f->s, 0, s + 1);
 	assert_int_equal(barrierd_wait_cpus(f->b, s, &set, sizeof(set), 0), 0);
-	assert_int_equal(barrierd_wait_cpus(f->b, s, &set, sizeof(set), SIM_HANG_GUARD_NS), 0);
+	assert_int_equal(barrierd_wait_cpus(f->b, s, &set, sizeof(set), TEST_HANG_GUARD_NS), 0);
 	assert_false(barrierd_passed(f->b, s));
 	assert_int_equal(barrierd_wait(f->b, s, 0), -ETIMEDOUT);
 	CPU_SET(1, &set);
-	assert_int_equal(barrierd_wait_cpus(f->b, s, &set, sizeof(set), 20 * SIM_MS), -ETIMEDOUT);
+	assert_int_equal(barrierd_wait_cpus(f->b, s, &set, sizeof(set), 20 * TEST_MS), -ETIMEDOUT);
 	CPU_ZERO(&set);
 	CPU_SET(1, &set);
 	assert_int_equal(barrierd_wait_cpus(f->b, s, &set, sizeof(set), 0), -ETIMEDOUT);
@@ -761,20 +764,20 @@ static void wait_cpus_woken_by_daemon(void **state)
 	cpu_set_t set;
 
 	/* CPU 1 is idle and lags, but is outside the set: no ring for it. */
-	sim_set_state(&f->s, 1, BARRIERD_CPU_IDLE);
-	assert_int_equal(sim_start_doorbell(&f->s, SIM_CREDIT_NONE), 0);
+	fake_set_state(&f->s, 1, BARRIERD_CPU_IDLE);
+	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_NONE), 0);
 	CPU_ZERO(&set);
 	CPU_SET(0, &set);
 	a.after = stamp(f->b);
 	/* futex_waitv on CPU 0's word, shared. */
 	a.sleeper = &f->s.h->per_cpu[0].last_interrupt_ns;
 	adv_start(&a);
-	assert_int_equal(barrierd_wait_cpus(f->b, a.after, &set, sizeof(set), SIM_HANG_GUARD_NS),
+	assert_int_equal(barrierd_wait_cpus(f->b, a.after, &set, sizeof(set), TEST_HANG_GUARD_NS),
 			 0);
 	adv_join(&a);
 	assert_true(a.saw_sleeper);
 	assert_false(barrierd_passed(f->b, a.after));
-	assert_int_equal(sim_rings(&f->s), 0);
+	assert_int_equal(fake_rings(&f->s), 0);
 }
 
 static void wait_cpus_many(void **state)
@@ -790,7 +793,7 @@ static void wait_cpus_many(void **state)
 	/* 200 lagging CPUs: 127 per-CPU words and the global one. */
 	a.sleeper = &f->s.h->last_interrupt_ns;
 	adv_start(&a);
-	assert_int_equal(barrierd_wait_cpus(f->b, a.after, &set, sizeof(set), SIM_HANG_GUARD_NS),
+	assert_int_equal(barrierd_wait_cpus(f->b, a.after, &set, sizeof(set), TEST_HANG_GUARD_NS),
 			 0);
 	adv_join(&a);
 	assert_true(a.saw_sleeper);
@@ -802,7 +805,7 @@ static void wait_cpus_bad_arguments(void **state)
 	uint64_t s = stamp(f->b);
 	cpu_set_t set;
 
-	sim_credit_all(&f->s, s + 1);
+	fake_credit_all(&f->s, s + 1);
 	CPU_ZERO(&set);
 	CPU_SET(0, &set);
 	assert_int_equal(barrierd_wait_cpus(f->b, s, &set, 0, 0), -EINVAL);
@@ -820,7 +823,7 @@ static void wait_cpus_bad_arguments(void **state)
 /* A restart between two loads of the library (lib/trusted.c)                                */
 /* ---------------------------------------------------------------------------------------- */
 
-/* The flags a started daemon of ours publishes here (the same as sim_fill's). */
+/* The flags a started daemon of ours publishes here (the same as fake_fill's). */
 #define RUN_FLAGS (BARRIERD_FLAG_RUNNING | BARRIERD_FLAG_ARMED | FEATS)
 
 /*
@@ -828,23 +831,23 @@ static void wait_cpus_bad_arguments(void **state)
  * original barrierd) raises every time word to ns and vtime.  Plain stores and no lock: also
  * run from the access hook's signal handler, while no other thread publishes.
  */
-static void stop_and_take_over(struct sim *s, uint64_t ns, uint64_t vtime)
+static void stop_and_take_over(struct fake_daemon *s, uint64_t ns, uint64_t vtime)
 {
 	struct barrierd_header *h = s->h;
 
-	sim_store(&s->x->stop_ns, sim_load(&h->last_interrupt_ns));
-	sim_store(&s->x->stop_vtime, sim_load(&h->last_interrupt_vtime));
-	sim_store(&h->flags,
-		  (sim_load(&h->flags) & ~BARRIERD_FLAGS_STATE_MASK) | BARRIERD_FLAG_STOPPED);
+	bd_store(&s->x->stop_ns, bd_load(&h->last_interrupt_ns));
+	bd_store(&s->x->stop_vtime, bd_load(&h->last_interrupt_vtime));
+	bd_store(&h->flags,
+		 (bd_load(&h->flags) & ~BARRIERD_FLAGS_STATE_MASK) | BARRIERD_FLAG_STOPPED);
 	/* The other writer, after the stopped flag. */
-	if (sim_load(&h->vtime) <= vtime)
-		sim_store(&h->vtime, vtime + 1);
+	if (bd_load(&h->vtime) <= vtime)
+		bd_store(&h->vtime, vtime + 1);
 	for (uint64_t c = 0; c < s->ncpu; c++) {
-		sim_store(&h->per_cpu[c].last_interrupt_ns, ns);
-		sim_store(&h->per_cpu[c].last_interrupt_vtime, vtime);
+		bd_store(&h->per_cpu[c].last_interrupt_ns, ns);
+		bd_store(&h->per_cpu[c].last_interrupt_vtime, vtime);
 	}
-	sim_store(&h->last_interrupt_ns, ns);
-	sim_store(&h->last_interrupt_vtime, vtime);
+	bd_store(&h->last_interrupt_ns, ns);
+	bd_store(&h->last_interrupt_vtime, vtime);
 }
 
 /*
@@ -853,37 +856,37 @@ static void stop_and_take_over(struct sim *s, uint64_t ns, uint64_t vtime)
  * included; stopped), then its start (generation + 1, heartbeat, then RUNNING).  Single
  * ordered stores, no lock (see above).
  */
-static void restart_with_reset(struct sim *s)
+static void restart_with_reset(struct fake_daemon *s)
 {
 	struct barrierd_header *h = s->h;
-	uint64_t vmax = sim_load(&h->vtime);
+	uint64_t vmax = bd_load(&h->vtime);
 
 	for (uint64_t c = 0; c < s->ncpu; c++) {
-		uint64_t v = sim_load(&h->per_cpu[c].last_interrupt_vtime);
+		uint64_t v = bd_load(&h->per_cpu[c].last_interrupt_vtime);
 
 		vmax = v > vmax ? v : vmax;
 	}
-	sim_store(&h->vtime, vmax + 1);
-	sim_store(&h->last_interrupt_ns, 0);
-	sim_store(&h->last_interrupt_vtime, 0);
+	bd_store(&h->vtime, vmax + 1);
+	bd_store(&h->last_interrupt_ns, 0);
+	bd_store(&h->last_interrupt_vtime, 0);
 	for (uint64_t c = 0; c < s->ncpu; c++) {
-		sim_store(&h->per_cpu[c].last_interrupt_ns, 0);
-		sim_store(&h->per_cpu[c].last_interrupt_vtime, 0);
+		bd_store(&h->per_cpu[c].last_interrupt_ns, 0);
+		bd_store(&h->per_cpu[c].last_interrupt_vtime, 0);
 	}
-	sim_store(&s->x->stop_ns, 0);
-	sim_store(&s->x->stop_vtime, 0);
-	sim_store(&h->flags, 0);
-	sim_store(&h->generation, 0);
-	sim_store(&h->flags, BARRIERD_FLAG_STOPPED);
+	bd_store(&s->x->stop_ns, 0);
+	bd_store(&s->x->stop_vtime, 0);
+	bd_store(&h->flags, 0);
+	bd_store(&h->generation, 0);
+	bd_store(&h->flags, BARRIERD_FLAG_STOPPED);
 	/* The start. */
-	sim_store(&h->generation, sim_load(&h->generation) + 1);
-	sim_store(&h->heartbeat_ns, sim_now());
-	sim_store(&h->flags, RUN_FLAGS);
+	bd_store(&h->generation, bd_load(&h->generation) + 1);
+	bd_store(&h->heartbeat_ns, bd_mono_ns());
+	bd_store(&h->flags, RUN_FLAGS);
 }
 
 /* What happens between the library's loads, in the library's order (access_hook.h). */
 struct plot {
-	struct sim *s;
+	struct fake_daemon *s;
 	const char *take_over_at;  /* before this load: stop_and_take_over (NULL: not played) */
 	const char *restart_after; /* once this word was loaded: restart before the next load */
 	const char *flags, *gen;   /*   of the flags or the generation (the library's mapping) */
@@ -938,6 +941,38 @@ static void played(struct plot *p)
 	assert_true(p->restarted); /* the library did load the words of the plot */
 }
 
+/* barrierd_wait_cpus for every CPU, without sleeping. */
+static int wait_all_cpus(struct fx *f, uint64_t t)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	for (int c = 0; c < NCPU; c++)
+		CPU_SET(c, &set);
+	return barrierd_wait_cpus(f->b, t, &set, sizeof(set), 0);
+}
+
+enum lib_read { READ_PASSED, READ_PASSED_VTIME, READ_WAIT_ALL_CPUS };
+
+/*
+ * One read of the library with the plot played between its loads: barrierd_passed or
+ * barrierd_passed_vtime of stamp (1: trusted), or wait_all_cpus (its result).
+ */
+static int read_under(struct fx *f, struct plot *p, enum lib_read what, uint64_t stamp)
+{
+	int r;
+
+	play(f, p);
+	if (what == READ_PASSED)
+		r = barrierd_passed(f->b, stamp);
+	else if (what == READ_PASSED_VTIME)
+		r = barrierd_passed_vtime(f->b, stamp);
+	else
+		r = wait_all_cpus(f, stamp);
+	played(p);
+	return r;
+}
+
 /*
  * While the file is stopped, another writer raises every value past the stamps; the library,
  * reading a value, loads it, and before it loads the flags our next daemon resets the file
@@ -949,47 +984,34 @@ static void played(struct plot *p)
 static void restart_between_value_and_flags(void **state)
 {
 	struct fx *f = *state;
-	struct sim *s = &f->s;
+	struct fake_daemon *s = &f->s;
 	const struct barrierd_header *lib = barrierd_mapping(f->b, NULL);
 	uint64_t t = stamp(f->b), v = barrierd_stamp_vtime(f->b);
 	struct plot p;
-	cpu_set_t set;
-	bool r;
 	int ret;
 
 	/* The stop rule itself (control): stopped, another writer's values are capped. */
-	stop_and_take_over(s, t + SIM_MS, v + 100);
+	stop_and_take_over(s, t + TEST_MS, v + 100);
 	assert_false(barrierd_passed(f->b, t));
 	assert_false(barrierd_passed_vtime(f->b, v));
 
 	p = plot_for(f, NULL, &lib->last_interrupt_ns, 0, 0);
-	play(f, &p);
-	r = barrierd_passed(f->b, t);
-	played(&p);
-	if (r)
+	if (read_under(f, &p, READ_PASSED, t))
 		fail_msg("barrierd_passed: a value another writer stored while the file was "
 			 "stopped, loaded before a restart, was trusted by flags loaded after it");
-	assert_int_equal(sim_load(&s->h->last_interrupt_ns), 0); /* the reset did happen */
+	assert_int_equal(bd_load(&s->h->last_interrupt_ns), 0); /* the reset did happen */
 
-	stop_and_take_over(s, t + SIM_MS, v + 100);
+	stop_and_take_over(s, t + TEST_MS, v + 100);
 	p = plot_for(f, NULL, &lib->last_interrupt_vtime, 0, 0);
-	play(f, &p);
-	r = barrierd_passed_vtime(f->b, v);
-	played(&p);
-	if (r)
+	if (read_under(f, &p, READ_PASSED_VTIME, v))
 		fail_msg("barrierd_passed_vtime: a stopped file's foreign vtime was trusted "
 			 "across a restart");
 
 	/* Per-CPU values: the restart after the last CPU of the set, before the flags. */
-	CPU_ZERO(&set);
-	for (int c = 0; c < NCPU; c++)
-		CPU_SET(c, &set);
-	stop_and_take_over(s, t + SIM_MS, v + 100);
-	assert_int_equal(barrierd_wait_cpus(f->b, t, &set, sizeof(set), 0), -ESTALE);
+	stop_and_take_over(s, t + TEST_MS, v + 100);
+	assert_int_equal(wait_all_cpus(f, t), -ESTALE);
 	p = plot_for(f, NULL, &lib->per_cpu[NCPU - 1].last_interrupt_ns, 0, 0);
-	play(f, &p);
-	ret = barrierd_wait_cpus(f->b, t, &set, sizeof(set), 0);
-	played(&p);
+	ret = read_under(f, &p, READ_WAIT_ALL_CPUS, t);
 	if (ret == 0)
 		fail_msg("barrierd_wait_cpus: per-CPU values of another writer, loaded while "
 			 "the file was stopped, were trusted across a restart");
@@ -1007,43 +1029,32 @@ static void restart_between_value_and_flags(void **state)
 static void restart_repeats_generation(void **state)
 {
 	struct fx *f = *state;
-	struct sim *s = &f->s;
+	struct fake_daemon *s = &f->s;
 	const struct barrierd_header *lib = barrierd_mapping(f->b, NULL);
 	uint64_t t = stamp(f->b), v = barrierd_stamp_vtime(f->b);
 	struct plot p;
-	cpu_set_t set;
-	bool r;
+	int r;
 	int ret;
 
-	assert_int_equal(sim_load(&s->h->generation), 1);
-	p = plot_for(f, &lib->last_interrupt_ns, &lib->last_interrupt_ns, t + SIM_MS, v + 100);
-	play(f, &p);
-	r = barrierd_passed(f->b, t);
-	played(&p);
+	assert_int_equal(bd_load(&s->h->generation), 1);
+	p = plot_for(f, &lib->last_interrupt_ns, &lib->last_interrupt_ns, t + TEST_MS, v + 100);
+	r = read_under(f, &p, READ_PASSED, t);
 	assert_true(p.taken_over);
-	assert_int_equal(sim_load(&s->h->generation), 1); /* repeated */
+	assert_int_equal(bd_load(&s->h->generation), 1); /* repeated */
 	if (r)
 		fail_msg("barrierd_passed: a foreign value trusted across a reset and a restart "
 			 "that repeated the generation");
 
-	p = plot_for(f, &lib->last_interrupt_vtime, &lib->last_interrupt_vtime, t + SIM_MS,
-		     sim_load(&s->h->vtime) + 100);
+	p = plot_for(f, &lib->last_interrupt_vtime, &lib->last_interrupt_vtime, t + TEST_MS,
+		     bd_load(&s->h->vtime) + 100);
 	v = barrierd_stamp_vtime(f->b);
-	play(f, &p);
-	r = barrierd_passed_vtime(f->b, v);
-	played(&p);
-	if (r)
+	if (read_under(f, &p, READ_PASSED_VTIME, v))
 		fail_msg("barrierd_passed_vtime: a foreign vtime trusted across a restart that "
 			 "repeated the generation");
 
-	CPU_ZERO(&set);
-	for (int c = 0; c < NCPU; c++)
-		CPU_SET(c, &set);
 	p = plot_for(f, &lib->per_cpu[0].last_interrupt_ns,
-		     &lib->per_cpu[NCPU - 1].last_interrupt_ns, t + SIM_MS, v + 100);
-	play(f, &p);
-	ret = barrierd_wait_cpus(f->b, t, &set, sizeof(set), 0);
-	played(&p);
+		     &lib->per_cpu[NCPU - 1].last_interrupt_ns, t + TEST_MS, v + 100);
+	ret = read_under(f, &p, READ_WAIT_ALL_CPUS, t);
 	if (ret == 0)
 		fail_msg("barrierd_wait_cpus: foreign per-CPU values trusted across a restart "
 			 "that repeated the generation");
@@ -1055,19 +1066,19 @@ static void restart_repeats_generation(void **state)
 /* ---------------------------------------------------------------------------------------- */
 
 /* Our daemon starts: generation, heartbeat, then the flags with RUNNING (and its thread). */
-static void start_daemon(struct sim *s)
+static void start_daemon(struct fake_daemon *s)
 {
-	sim_store(&s->h->generation, sim_load(&s->h->generation) + 1);
-	sim_store(&s->h->heartbeat_ns, sim_now());
-	sim_store(&s->h->flags, RUN_FLAGS);
-	assert_int_equal(sim_start_heartbeat(s), 0);
+	bd_store(&s->h->generation, bd_load(&s->h->generation) + 1);
+	bd_store(&s->h->heartbeat_ns, bd_mono_ns());
+	bd_store(&s->h->flags, RUN_FLAGS);
+	assert_int_equal(fake_start_ticker(s, 0), 0);
 }
 
 /* A new (or reset) file as our daemon lays it out before its start: stopped, no features. */
-static void laid_out_not_started(struct sim *s)
+static void laid_out_not_started(struct fake_daemon *s)
 {
-	sim_stop_heartbeat(s);
-	sim_store(&s->h->flags, BARRIERD_FLAG_STOPPED);
+	fake_stop_ticker(s);
+	bd_store(&s->h->flags, BARRIERD_FLAG_STOPPED);
 }
 
 /* CPU 1 is idle and lags, CPU 0 passed: only a ring (and the daemon's credit) ends the wait. */
@@ -1076,12 +1087,12 @@ static int wait_needing_ring(struct fx *f, struct barrierd *b)
 	uint64_t t = stamp(b);
 	int ret;
 
-	sim_credit(&f->s, 0, t + 1);
-	sim_set_state(&f->s, 1, BARRIERD_CPU_IDLE);
-	assert_int_equal(sim_start_doorbell(&f->s, SIM_CREDIT_IDLE), 0);
+	fake_credit(&f->s, 0, t + 1);
+	fake_set_state(&f->s, 1, BARRIERD_CPU_IDLE);
+	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_IDLE), 0);
 	/* Without a ring this times out; with one it ends within a few milliseconds. */
-	ret = barrierd_wait(b, t, 2 * SIM_SEC);
-	sim_stop_doorbell(&f->s);
+	ret = barrierd_wait(b, t, 2 * TEST_SEC);
+	fake_stop_doorbell(&f->s);
 	return ret;
 }
 
@@ -1095,9 +1106,9 @@ static void extension_after_open_rings(void **state)
 	struct barrierd *b = NULL;
 
 	laid_out_not_started(&f->s);
-	assert_int_equal(sim_open_lib(&b, f->s.path, NULL), 0);
+	assert_int_equal(fake_open_lib(&b, f->s.path, NULL), 0);
 	start_daemon(&f->s);
-	if (wait_needing_ring(f, b) != 0 || sim_rings(&f->s) == 0)
+	if (wait_needing_ring(f, b) != 0 || fake_rings(&f->s) == 0)
 		fail_msg("a handle opened before the extension appeared never rang the doorbell");
 	barrierd_close(b);
 }
@@ -1114,16 +1125,16 @@ static void extension_after_open_stop_snapshot(void **state)
 	uint64_t t;
 
 	laid_out_not_started(&f->s);
-	assert_int_equal(sim_open_lib(&b, f->s.path, NULL), 0);
-	assert_int_equal(sim_open_lib(&poller, f->s.path, NULL), 0);
+	assert_int_equal(fake_open_lib(&b, f->s.path, NULL), 0);
+	assert_int_equal(fake_open_lib(&poller, f->s.path, NULL), 0);
 	start_daemon(&f->s);
 	t = stamp(b);
-	sim_credit_all(&f->s, t + 1);
-	sim_stop_heartbeat(&f->s);
-	sim_stop_daemon(&f->s);
+	fake_credit_all(&f->s, t + 1);
+	fake_stop_ticker(&f->s);
+	fake_stop(&f->s);
 	assert_true(f->s.x->stop_ns > t);
 	assert_true(barrierd_passed(f->b, t)); /* control: a handle that had the extension */
-	assert_int_equal(barrierd_wait(b, t, SIM_HANG_GUARD_NS), 0);
+	assert_int_equal(barrierd_wait(b, t, TEST_HANG_GUARD_NS), 0);
 	assert_int_equal(barrierd_request(poller), 0);
 	assert_true(barrierd_passed(poller, t));
 	barrierd_close(poller);
@@ -1138,30 +1149,30 @@ static void extension_after_open_stop_snapshot(void **state)
 static void extension_after_growth(void **state)
 {
 	struct fx *f = *state;
-	struct sim *s = &f->s;
+	struct fake_daemon *s = &f->s;
 	struct barrierd_ext *x = s->x;
 	uint64_t xo = barrierd_ext_offset(s->ncpu);
 	struct barrierd *b = NULL;
 	size_t size = 0;
 
 	laid_out_not_started(s);
-	sim_store(&s->h->ext_offset, 0);
-	assert_int_equal(truncate(s->path, (off_t)xo), 0); /* the sim must not touch x now */
-	assert_int_equal(sim_open_lib(&b, s->path, NULL), 0);
+	bd_store(&s->h->ext_offset, 0);
+	assert_int_equal(truncate(s->path, (off_t)xo), 0); /* the fake must not touch x now */
+	assert_int_equal(fake_open_lib(&b, s->path, NULL), 0);
 	barrierd_mapping(b, &size);
 	assert_int_equal(size, xo);
 
 	/* The daemon grows the file (zeros), lays the extension out, then starts. */
 	assert_int_equal(truncate(s->path, (off_t)s->size), 0);
-	sim_store(&x->ext_size, s->size - xo);
+	bd_store(&x->ext_size, s->size - xo);
 	x->ext_header_size = sizeof(*x);
 	x->ext_cpu_stride = sizeof(struct barrierd_ext_cpu);
 	for (uint64_t c = 0; c < s->ncpu; c++)
-		sim_store(&x->cpu[c].state, BARRIERD_CPU_BUSY);
-	sim_store(&s->h->ext_offset, xo);
+		bd_store(&x->cpu[c].state, BARRIERD_CPU_BUSY);
+	bd_store(&s->h->ext_offset, xo);
 	start_daemon(s);
 
-	if (wait_needing_ring(f, b) != 0 || sim_rings(s) == 0)
+	if (wait_needing_ring(f, b) != 0 || fake_rings(s) == 0)
 		fail_msg("a handle whose mapping was too short for the extension never rang");
 	barrierd_mapping(b, &size);
 	assert_int_equal(size, s->size);
@@ -1177,8 +1188,8 @@ static uint64_t cpu_time_ns(void)
 	struct rusage ru;
 
 	getrusage(RUSAGE_SELF, &ru);
-	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * SIM_SEC +
-	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * SIM_US;
+	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * TEST_SEC +
+	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * TEST_US;
 }
 
 struct nowaitv_res {
@@ -1195,7 +1206,7 @@ struct nowaitv_res {
  */
 static void nowaitv_case(struct fx *f, int err)
 {
-	const int64_t wait_ns = 200 * SIM_MS;
+	const int64_t wait_ns = 200 * TEST_MS;
 	struct adv a = {.s = &f->s, .act = act_cpu, .cpu = 0};
 	struct nowaitv_res res = {.denied = 1};
 	uint64_t t = stamp(f->b);
@@ -1216,14 +1227,14 @@ static void nowaitv_case(struct fx *f, int err)
 		close(pfd[0]);
 		alarm(30);
 		c.denied = deny_syscall(SYS_futex_waitv, (unsigned)err);
-		w0 = sim_now();
+		w0 = bd_mono_ns();
 		c0 = cpu_time_ns();
 		c.timed_out = barrierd_wait_cpus(f->b, t, &set, sizeof(set), wait_ns);
 		c.cpu = cpu_time_ns() - c0;
-		c.wall = sim_now() - w0;
+		c.wall = bd_mono_ns() - w0;
 		if (write(pfd[1], &c, sizeof(c)) != (ssize_t)sizeof(c))
 			_exit(1);
-		c.woken = barrierd_wait_cpus(f->b, t, &set, sizeof(set), SIM_HANG_GUARD_NS);
+		c.woken = barrierd_wait_cpus(f->b, t, &set, sizeof(set), TEST_HANG_GUARD_NS);
 		_exit(write(pfd[1], &c, sizeof(c)) == (ssize_t)sizeof(c) ? 0 : 1);
 	}
 	close(pfd[1]);
@@ -1260,14 +1271,14 @@ static void wait_cpus_without_futex_waitv(void **state)
 /* ---------------------------------------------------------------------------------------- */
 
 struct disarm_plot {
-	struct sim *s;
+	struct fake_daemon *s;
 	const char *decision; /* the load of the lagging CPU's state: the decision not to ring */
 	int disarmed;
 };
 
 /*
- * The daemon disarms (DESIGN 4.4): ARMED cleared, then the wakes, which find nobody asleep
- * yet and are lost.  Taken right where the library has read the flags (armed) and is reading
+ * The daemon disarms (docs/DESIGN.md, "Arming"): ARMED cleared, then the wakes, which find nobody
+ * asleep yet and are lost.  Taken right where the library has read the flags (armed) and is reading
  * the lagging CPU's state (busy): it has decided not to ring and not yet slept.
  */
 static int disarm_step(const char *a, void *arg)
@@ -1277,10 +1288,10 @@ static int disarm_step(const char *a, void *arg)
 
 	if (a != p->decision)
 		return AH_GO_ON;
-	sim_store(&h->flags, sim_load(&h->flags) & ~BARRIERD_FLAG_ARMED);
-	sim_futex_wake(&h->flags);
-	sim_futex_wake(&h->last_interrupt_ns);
-	sim_futex_wake(&h->last_interrupt_vtime);
+	bd_store(&h->flags, bd_load(&h->flags) & ~BARRIERD_FLAG_ARMED);
+	test_futex_wake(&h->flags);
+	test_futex_wake(&h->last_interrupt_ns);
+	test_futex_wake(&h->last_interrupt_vtime);
 	p->disarmed = 1;
 	return AH_DONE;
 }
@@ -1288,7 +1299,7 @@ static int disarm_step(const char *a, void *arg)
 /*
  * Tries: each is a wait shorter than the 10 ms slice.  A waiter that sleeps on the global word
  * after the disarm sleeps until its deadline and never rings (deterministically: nothing else
- * wakes it, and it is out of time when it wakes).  One that notices rings, and the simulated
+ * wakes it, and it is out of time when it wakes).  One that notices rings, and the fake
  * daemon arms again when it hears the ring: ARMED set again after the wait means it rang.
  * Several tries only so that a machine stalled for the whole wait cannot fail a correct
  * library.  Returns how many tries rang, or a DISARM_* error: no cmocka assertion here, as it
@@ -1312,17 +1323,17 @@ static int disarm_tries(struct fx *f, int tries)
 		int ret;
 
 		/* Armed, both CPUs lagging and busy: no reason to ring. */
-		sim_store(&f->s.h->flags, sim_load(&f->s.h->flags) | BARRIERD_FLAG_ARMED);
+		bd_store(&f->s.h->flags, bd_load(&f->s.h->flags) | BARRIERD_FLAG_ARMED);
 		t = stamp(f->b);
 		if (ah_arm(lib, size, disarm_step, &p))
 			return DISARM_NO_HOOK;
-		ret = barrierd_wait(f->b, t, 8 * SIM_MS);
+		ret = barrierd_wait(f->b, t, 8 * TEST_MS);
 		ah_disarm();
 		if (!p.disarmed)
 			return DISARM_NOT_PLAYED;
 		if (ret != 0 && ret != -ETIMEDOUT)
 			return DISARM_BAD_RESULT;
-		rang += !!(sim_load(&f->s.h->flags) & BARRIERD_FLAG_ARMED);
+		rang += !!(bd_load(&f->s.h->flags) & BARRIERD_FLAG_ARMED);
 	}
 	return rang;
 }
@@ -1332,9 +1343,9 @@ static void disarm_wake_not_lost(void **state)
 	struct fx *f = *state;
 	int rang;
 
-	assert_int_equal(sim_start_doorbell(&f->s, SIM_CREDIT_ARM), 0);
+	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_ARM), 0);
 	rang = disarm_tries(f, 5);
-	sim_stop_doorbell(&f->s);
+	fake_stop_doorbell(&f->s);
 	assert_true(rang >= 0);
 	if (!rang)
 		fail_msg("a disarm between the decision not to ring and the sleep was slept "
@@ -1348,7 +1359,7 @@ static void disarm_wake_not_lost_without_waitv(void **state)
 	int pfd[2], st = 0, res[2] = {1, 0};
 	pid_t pid;
 
-	assert_int_equal(sim_start_doorbell(&f->s, SIM_CREDIT_ARM), 0);
+	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_ARM), 0);
 	assert_int_equal(pipe(pfd), 0);
 	pid = fork();
 	assert_true(pid >= 0);
@@ -1365,7 +1376,7 @@ static void disarm_wake_not_lost_without_waitv(void **state)
 	assert_int_equal(read(pfd[0], res, sizeof(res)), sizeof(res));
 	close(pfd[0]);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
-	sim_stop_doorbell(&f->s);
+	fake_stop_doorbell(&f->s);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	assert_int_equal(res[0], 0);
 	assert_true(res[1] >= 0);

@@ -10,13 +10,12 @@
 #include <cmocka.h>
 
 #include "rate_limit.h"
-
-#define MS 1000000ULL
+#include "test_util.h"
 
 static void burst_then_rate(void **state)
 {
 	struct rate_limit r;
-	uint64_t t = 1000 * MS;
+	uint64_t t = 1000 * TEST_MS;
 	int n = 0;
 
 	(void)state;
@@ -26,22 +25,22 @@ static void burst_then_rate(void **state)
 		n++;
 	assert_int_equal(n, 32);
 	/* Then one per millisecond: the next is due exactly 1 ms after the first. */
-	assert_int_equal(rate_limit_next(&r, t), t + 1 * MS);
-	assert_false(rate_limit_take(&r, t + 1 * MS - 1));
-	assert_true(rate_limit_take(&r, t + 1 * MS));
-	assert_false(rate_limit_take(&r, t + 1 * MS));
-	assert_true(rate_limit_take(&r, t + 2 * MS));
+	assert_int_equal(rate_limit_next(&r, t), t + 1 * TEST_MS);
+	assert_false(rate_limit_take(&r, t + 1 * TEST_MS - 1));
+	assert_true(rate_limit_take(&r, t + 1 * TEST_MS));
+	assert_false(rate_limit_take(&r, t + 1 * TEST_MS));
+	assert_true(rate_limit_take(&r, t + 2 * TEST_MS));
 }
 
 static void flood_bound(void **state)
 {
 	struct rate_limit r;
-	uint64_t t0 = 5000 * MS, n = 0;
+	uint64_t t0 = 5000 * TEST_MS, n = 0;
 
 	(void)state;
 	rate_limit_init(&r, 1000, 32);
 	/* Offer an event every 10 µs for one second: burst + rate, at most. */
-	for (uint64_t t = t0; t < t0 + 1000 * MS; t += 10000)
+	for (uint64_t t = t0; t < t0 + 1000 * TEST_MS; t += 10000)
 		n += rate_limit_take(&r, t);
 	assert_true(n <= 32 + 1000);
 	assert_true(n >= 1000);
@@ -59,7 +58,7 @@ static void refills_when_quiet(void **state)
 		n++;
 	assert_int_equal(n, 4);
 	/* Quiet for longer than the whole burst takes to refill: a full burst again. */
-	t += 100 * MS;
+	t += 100 * TEST_MS;
 	n = 0;
 	while (rate_limit_take(&r, t))
 		n++;
@@ -74,9 +73,9 @@ static void rate_one_no_burst(void **state)
 
 	(void)state;
 	rate_limit_init(&r, 1, 1);
-	assert_true(rate_limit_take(&r, 10 * 1000 * MS));
-	assert_false(rate_limit_take(&r, 10 * 1000 * MS + 999 * MS));
-	assert_true(rate_limit_take(&r, 11 * 1000 * MS));
+	assert_true(rate_limit_take(&r, 10 * 1000 * TEST_MS));
+	assert_false(rate_limit_take(&r, 10 * 1000 * TEST_MS + 999 * TEST_MS));
+	assert_true(rate_limit_take(&r, 11 * 1000 * TEST_MS));
 }
 
 int main(void)

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * The daemon's publisher (src/publisher.c) against a simulated CPU that acts at the worst
- * moments, with a ground truth to judge what it publishes.  Every clock read of the daemon's
- * code goes through __wrap_clock_gettime (linked with --wrap), so the simulation can make the
- * CPU leave idle exactly between two of the daemon's steps: windows of nanoseconds on real
- * hardware, which the black-box audit cannot hit, become deterministic here.
+ * The daemon's publisher (src/daemon/publisher.c, credit.c) against a simulated CPU that acts
+ * at the worst moments, with a ground truth to judge what it publishes.  Every clock read of
+ * the daemon's code goes through __wrap_clock_gettime (linked with --wrap), so the simulation
+ * can make the CPU leave idle exactly between two of the daemon's steps: windows of
+ * nanoseconds on real hardware, which the black-box audit cannot hit, become deterministic
+ * here.  Built and run by tests/audit/CMakeLists.txt (test_audit_publisher_sim), which also
+ * builds it against the publisher's mutants.
  *
  * Each scenario states its soundness condition as the audit does: a published per-CPU value
  * must be backed by evidence after every stamp it passes.

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_util.h - what every kind of test needs around a state file: sleeps, temporary
+ * directories, files and mappings, futex wakes, and child processes.  Part of the tests'
+ * common library (barrierd_testcommon); shared words are read and written with bd_sync.h's
+ * bd_load() and bd_store(), the daemon's and the library's own primitives.
+ */
+#ifndef BARRIERD_TEST_UTIL_H
+#define BARRIERD_TEST_UTIL_H
+
+#include <barrierd.h>
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "bd_sync.h"
+
+#define TEST_US 1000ULL
+#define TEST_MS 1000000ULL
+#define TEST_SEC 1000000000ULL
+/* Hang guard for waits that must end: generous, never a timing assertion. */
+#define TEST_HANG_GUARD_NS (10 * TEST_SEC)
+
+void test_sleep_ns(uint64_t ns);
+void test_sleep_ms(long ms);
+
+/*
+ * A fresh directory parent/barrierd-test.XXXXXX, chmod 0755: mkdtemp makes it 0700, which a
+ * client running as another user (or a daemon that dropped its capabilities) could not even
+ * traverse.  0 or -errno.
+ */
+int test_mkdtemp(char *out, size_t len, const char *parent);
+/* Remove dir and everything below it (not following links); nothing for NULL or "". */
+void test_rmtree(const char *dir);
+/* Write exactly these bytes as a fresh file with this mode (not subject to the umask). */
+int test_write_file(const char *path, const void *buf, size_t len, mode_t mode);
+
+/*
+ * A read-write shared mapping of a whole state file: the view of a writer (the fake daemon, a
+ * foreign writer).  NULL on failure.  Read-only mappings: map_ro() of src/common.
+ */
+struct barrierd_header *test_map_rw(const char *path, size_t *size);
+/* The extension of a file of ncpu CPUs, where the layout puts it (whatever ext_offset says). */
+struct barrierd_ext *test_ext_of(const void *file, uint64_t ncpu);
+/* The 16 raw bytes of this boot's id, as the daemon records them (zeros when unreadable). */
+void test_boot_id(uint8_t id[16]);
+/* Possible CPUs: the highest id in /sys/devices/system/cpu/possible, plus one. */
+uint64_t test_possible_cpus(void);
+
+/* FUTEX_WAKE (shared, not private: waiters live in other processes) on a word's low half. */
+long test_futex_wake(const uint64_t *word);
+/*
+ * Wait until some thread sleeps in a futex on this word: FUTEX_WAKE it (a spurious wake a
+ * reader must tolerate anyway) until the kernel reports that it woke someone.  This proves
+ * the waiter sleeps on the right word as a shared futex, without any timing assumption.
+ * 1 when a sleeper was found, 0 at the timeout.
+ */
+int test_await_sleeper(const uint64_t *word, uint64_t timeout_ns);
+
+/* Pin the calling thread to one CPU. */
+void test_pin(int cpu);
+/* Wait for a child with a hang guard (SIGKILL after it); its wait status, or -1. */
+int test_reap(pid_t pid, int seconds);
+/* Run a shell command (printf format); its exit status, or -1. */
+int test_system(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* nice-19 spinners pinned to each CPU, for "loaded" runs; how many were started. */
+int test_spinners(pid_t *pids, int max);
+void test_kill_all(pid_t *pids, int n);
+
+#endif
