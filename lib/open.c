@@ -191,6 +191,8 @@ void bd_ext_refresh(struct barrierd *b)
 {
 	const struct barrierd_ext *x;
 	struct stat st;
+	/* Nonzero, and different in every forked child (bd_fork_gen is bumped there). */
+	int mine = (int)((__atomic_load_n(&bd_fork_gen, __ATOMIC_ACQUIRE) << 1) | 1);
 	int expected = 0;
 	uint64_t xo;
 	void *map;
@@ -204,10 +206,14 @@ void bd_ext_refresh(struct barrierd *b)
 		return;
 	/*
 	 * One thread at a time, and nobody waits for it: another caller simply goes on without
-	 * the extension this time (so a child forked while a thread was in here is not stuck).
+	 * the extension this time.  The lock holds the holder's fork generation: in a child forked
+	 * while a thread of the parent was in here, that thread does not exist, so a lock of
+	 * another generation is taken over instead of holding the child off for good.
 	 */
-	if (!__atomic_compare_exchange_n(&b->ext_busy, &expected, 1, false, __ATOMIC_ACQUIRE,
-					 __ATOMIC_RELAXED))
+	if (!__atomic_compare_exchange_n(&b->ext_busy, &expected, mine, false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED) &&
+	    (expected == mine || !__atomic_compare_exchange_n(&b->ext_busy, &expected, mine, false,
+							      __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
 		return;
 	if (bd_ext(b) || b->fd < 0)
 		goto out; /* another thread got it first */

@@ -2,8 +2,9 @@
 /*
  * Which published values count as evidence (DESIGN rules 9 and 10): only values a daemon of
  * ours published.  While the file is not marked running nobody of ours publishes, and a value
- * raised meanwhile (the original barrierd taking the file over) proves nothing: global values
- * count up to the stop snapshot, per-CPU values not at all.
+ * raised meanwhile (the original barrierd taking the file over) proves nothing: global ns
+ * values count up to the stop snapshot, vtime and per-CPU values not at all.  "Running" means
+ * the flag and a live heartbeat.
  *
  * The value and the flags are two loads, and a restart can fall between them.  The restarting
  * daemon removes foreign values (its reset), then bumps the generation, then sets RUNNING,
@@ -58,14 +59,33 @@ static inline bool seq_running(const struct seq *before, const struct seq *after
 }
 
 /*
- * One hole in the generation: the daemon's reset of a foreign file zeroes every word but ncpu
- * and vtime, the generation with them, and the daemon then starts at generation 1, which the
- * first daemon on a new file also had.  A reset and a start between the two reads could thus
- * look like one run.  So the callers load the value(s) once more after `after`: if a daemon
- * started in between, its RUNNING (seen by `after`) was stored after its reset, and these
- * loads come after the reset too.  Within one run values only grow, so the second load never
- * makes a true barrier look unpassed.
+ * The generation can repeat: a file reset by something other than our daemon (whose reset
+ * raises it), or a foreign writer that rewinds it, could let a later start publish a
+ * generation a reader already saw, and a reset and a start between the two reads could look
+ * like one run.  So the callers load the value(s) once more after `after`: if a daemon started
+ * in between, its RUNNING (seen by `after`) was stored after its reset, and these loads come
+ * after the reset too.  Within one run values only grow, so the second load never makes a
+ * true barrier look unpassed.
  */
+
+/*
+ * A daemon killed with SIGKILL leaves the file marked running.  Its values stay true, but a
+ * writer that comes after it (the original barrierd taking the file over) would be believed
+ * for as long as the flag stays.  So "running" also needs a live heartbeat (the liveness rule
+ * every waiter uses: BARRIERD_LIVENESS_PERIODS periods), checked after the value was loaded:
+ * the daemon was alive less than that long before the load.  The window that remains, a
+ * foreign write within those periods after a kill, is docs/DESIGN.md's (rule 10).  One vDSO
+ * clock read; after a fork the callers learn the offset before they get here.
+ */
+static inline bool heartbeat_fresh(const struct barrierd *b)
+{
+#ifdef BARRIERD_MUTANT_TRUST_STALE_HEARTBEAT /* mutant for tests/audit: breaks rule 10 */
+	(void)b;
+	return true;
+#else
+	return bd_live(b, bd_clock_raw() - (uint64_t)bd_timens_current(b));
+#endif
+}
 
 uint64_t bd_trusted(const struct barrierd *b, const uint64_t *word, int vtime)
 {
@@ -86,7 +106,7 @@ uint64_t bd_trusted(const struct barrierd *b, const uint64_t *word, int vtime)
 	seq_read(b, &before);
 	v = bd_load(word);
 	seq_read(b, &after);
-	if (seq_running(&before, &after)) {
+	if (seq_running(&before, &after) && heartbeat_fresh(b)) {
 		uint64_t again = bd_load(word); /* after `after`: the generation can repeat */
 
 		return v < again ? v : again;
@@ -101,6 +121,17 @@ uint64_t bd_trusted(const struct barrierd *b, const uint64_t *word, int vtime)
 	x = bd_ext(b);
 	if (!x)
 		return 0;
+		/*
+		 * Only for ns.  A vtime stamp is a load of header.vtime, a word any writer can
+		 * lower after our daemon stopped (the original barrierd writes its own, smaller
+		 * counter): a stamp below the snapshot would then pass on values that precede it.
+		 * A clock cannot be lowered that way, so the ns cap stands; no vtime counts while
+		 * nobody of ours runs.
+		 */
+#ifndef BARRIERD_MUTANT_VTIME_STOP_CAP /* mutant for tests/audit: breaks rule 10 */
+	if (vtime)
+		return 0;
+#endif
 	cap = bd_load(vtime ? &x->stop_vtime : &x->stop_ns);
 	return v < cap ? v : cap;
 }
@@ -131,7 +162,7 @@ bool bd_cpus_passed(const struct barrierd *b, const unsigned long *set, size_t n
 	if (!all_above(b, set, nbits, stamp_ns))
 		return false;
 	seq_read(b, &after);
-	if (!seq_running(&before, &after))
+	if (!seq_running(&before, &after) || !heartbeat_fresh(b))
 		return false;
 	/* Once more after `after` (see above): a start between the reads came after its reset. */
 	return all_above(b, set, nbits, stamp_ns);

@@ -304,8 +304,10 @@ static bool running(uint64_t flags)
  * again (the flags before the generation: a daemon stores the generation before RUNNING).  The
  * value is a running daemon's only if both reads show RUNNING in one generation; then load it
  * once more and keep the smaller, since a generation can repeat across a reset.  Otherwise no
- * more than the stop snapshot.
+ * more than the stop snapshot.  (A vtime reader would trust no vtime at all then.)
  */
+static bool live(const struct view *v, uint64_t now);
+
 static uint64_t trusted_ns(const struct view *v)
 {
 	const struct barrierd_header *h = v->h;
@@ -314,7 +316,8 @@ static uint64_t trusted_ns(const struct view *v)
 	uint64_t f2 = ld(&h->flags), g2 = ld(&h->generation);
 	uint64_t cap;
 
-	if (running(f1) && running(f2) && g1 == g2) {
+	/* And a live heartbeat: a daemon killed with SIGKILL leaves RUNNING set (6.6, 6.9). */
+	if (running(f1) && running(f2) && g1 == g2 && live(v, mono())) {
 		uint64_t again = ld(&h->last_interrupt_ns);
 
 		return val < again ? val : again;

@@ -316,10 +316,30 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	bd_store(&h->generation, bd_load(&h->generation) + 1);
 	bd_store(&h->daemon_pid, (uint64_t)getpid());
 	bd_store(&h->heartbeat_period_ns, o->heartbeat_period_ns);
-	publisher_heartbeat(&d->pub, bd_mono_ns());
-	state_flags_update(&h->flags, ~0ULL,
-			   BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION |
-			       BARRIERD_FEAT_DOORBELL | (d->pub.armed ? BARRIERD_FLAG_ARMED : 0));
+	ret = publisher_heartbeat(&d->pub, bd_mono_ns());
+	if (ret) {
+		d->foreign = true;
+		snprintf(err, errlen,
+			 "%s changed while the daemon started: another process writes it",
+			 o->state_path);
+		return ret;
+	}
+	/*
+	 * One CAS from the flags as setup left them: if the SIGSYS handler of another thread set
+	 * STOPPED meanwhile (the process is exiting), RUNNING must not overwrite it.
+	 */
+	{
+		uint64_t f = bd_load(&h->flags);
+		uint64_t run = BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION |
+			       BARRIERD_FEAT_DOORBELL | (d->pub.armed ? BARRIERD_FLAG_ARMED : 0);
+
+		if (!__atomic_compare_exchange_n(&h->flags, &f, run, false, __ATOMIC_RELEASE,
+						 __ATOMIC_RELAXED)) {
+			snprintf(err, errlen, "the state file's flags changed during setup");
+			return -EAGAIN;
+		}
+		futex_wake_word(&h->flags);
+	}
 	return 0;
 }
 
@@ -352,7 +372,11 @@ static int run_pass(struct daemon *d, bool credit)
 		if (ret)
 			return ret;
 	}
-	publisher_heartbeat(&d->pub, bd_mono_ns());
+	ret = publisher_heartbeat(&d->pub, bd_mono_ns());
+	if (ret) {
+		d->foreign = true;
+		return ret;
+	}
 	return again ? 1 : 0;
 }
 
@@ -383,18 +407,12 @@ static int on_tick(struct daemon *d, bool *fold)
 	if (read(d->tfd, &v, sizeof(v)) < 0)
 		return 0;
 	now = bd_mono_ns();
-	/*
-	 * The per-CPU check before the heartbeat: a foreign value must not come to look older
-	 * than our heartbeat (DESIGN rule 10).
-	 */
-	if (now >= d->next_probe_ns) {
-		ret = publisher_verify(&d->pub);
-		if (ret) {
-			d->foreign = true;
-			return ret;
-		}
+	/* The heartbeat vouches for every word below it: checked first (DESIGN rule 10). */
+	ret = publisher_heartbeat(&d->pub, now);
+	if (ret) {
+		d->foreign = true;
+		return ret;
 	}
-	publisher_heartbeat(&d->pub, now);
 	/* The main loop pings the watchdog: a wedged loop stops the pings. */
 	if (d->notify.watchdog_ns && now >= d->next_watchdog_ns) {
 		notify_send(&d->notify, "WATCHDOG=1");
@@ -409,7 +427,8 @@ static int on_tick(struct daemon *d, bool *fold)
 	 * waking them, and serve them while they wait.  A fold at each heartbeat also keeps idle
 	 * views of the file fresh.
 	 */
-	if (now >= d->next_probe_ns) {
+	/* Half a period of slack: the timer fires on a grid, and now jitters around it. */
+	if (now + d->tick_ns / 2 >= d->next_probe_ns) {
 		d->next_probe_ns = now + d->o->heartbeat_period_ns;
 		if (publisher_count_waiters(&d->pub, PROBE_CPUS) > 0)
 			arm(d, now);
@@ -573,6 +592,9 @@ int daemon_run(const struct barrierd_options *o)
 	}
 #endif
 	doorbell_stop(&d.bell);
+	/* What we stop on must be ours: a foreign value found now is reset, not snapshotted. */
+	if (d.sf.hdr && !d.foreign && d.pub.ns && publisher_check(&d.pub))
+		d.foreign = true;
 	if (d.sf.hdr && d.foreign) {
 		/* Another writer: none of the words can be vouched for (DESIGN rule 10). */
 		state_file_reset_foreign(&d.sf);

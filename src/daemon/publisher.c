@@ -51,23 +51,29 @@ int publisher_init(struct publisher *p, struct state_file *sf, struct barrierd_s
 	}
 
 	/*
-	 * Within one boot no published field ever decreases (the file was reset if it came from
-	 * another boot): keep the values the open-time check accepted, and resume vtime above
-	 * every published vtime, so a client's vtime stamp taken before this restart can only be
-	 * passed by new evidence.  The file must still hold exactly those values: anything else
-	 * was written since the check, by someone else.
+	 * The file was just reset (DESIGN rule 9: no value of an earlier run is carried over),
+	 * so every time and vtime word is zero and vtime is above every vtime it held: resume
+	 * above it, so that a vtime stamp taken before this start can only be passed by new
+	 * evidence.  Anything else was written since the reset, by someone else.
 	 */
-	maxv = umax(sf->own_vtime, sf->own_vt);
+	maxv = bd_load(&h->vtime);
+	p->g_ns = bd_load(&h->last_interrupt_ns);
+	p->g_vt = bd_load(&h->last_interrupt_vtime);
 	for (uint64_t c = 0; c < ncpu; c++) {
-		p->ns[c] = sf->own_cpu_ns[c];
-		p->vt[c] = sf->own_cpu_vt[c];
+		p->ns[c] = bd_load(&h->per_cpu[c].last_interrupt_ns);
+		p->vt[c] = bd_load(&h->per_cpu[c].last_interrupt_vtime);
 		maxv = umax(maxv, p->vt[c]);
 	}
-	p->g_ns = sf->own_ns;
-	p->g_vt = sf->own_vt;
-	if (bd_load(&h->vtime) != sf->own_vtime || bd_load(&h->last_interrupt_ns) != p->g_ns ||
-	    bd_load(&h->last_interrupt_vtime) != p->g_vt || publisher_verify(p))
+	maxv = umax(maxv, p->g_vt);
+#ifndef BARRIERD_MUTANT_ADOPT_VALUES /* mutant for tests/audit: breaks rule 9 */
+	if (p->g_ns || p->g_vt)
 		return -EBUSY;
+	for (uint64_t c = 0; c < ncpu; c++)
+		if (p->ns[c] || p->vt[c])
+			return -EBUSY;
+#endif
+	sf->own_ns = p->g_ns;
+	sf->own_vt = p->g_vt;
 	p->vtime = maxv + 1;
 #ifdef BARRIERD_MUTANT_VTIME_RESTART_LOW /* mutant for tests/audit: breaks rule 4 */
 	p->vtime = 1;
@@ -79,7 +85,6 @@ int publisher_init(struct publisher *p, struct state_file *sf, struct barrierd_s
 	memset(p->online, 1, ncpu); /* no mask (simulations): every CPU is online */
 	if (p->online_fd >= 0 && online_mask_read(p))
 		return -EIO;
-	p->sf->own_vtime = p->vtime;
 	return 0;
 }
 
@@ -172,9 +177,18 @@ int publisher_verify(struct publisher *p)
 	return 0;
 }
 
-void publisher_heartbeat(struct publisher *p, uint64_t now_ns)
+int publisher_heartbeat(struct publisher *p, uint64_t now_ns)
 {
+	/*
+	 * Every per-CPU time we publish precedes the heartbeat stored after it: a heartbeat
+	 * vouches for every word below it, so it is stored only once they are all ours.
+	 */
+	int ret = publisher_check(p);
+
+	if (ret)
+		return ret;
 	bd_store(&p->sf->hdr->heartbeat_ns, now_ns);
+	return 0;
 }
 
 /* ---- one pass, in the order its steps run ------------------------------------------------- */
@@ -185,7 +199,7 @@ void publisher_heartbeat(struct publisher *p, uint64_t now_ns)
  * file) before a single value of it can count as evidence.  The per-CPU words too: a raised
  * one must not outlive even a kill -9 for long.  0 or -EBUSY.
  */
-static int check_foreign_writer(struct publisher *p)
+int publisher_check(struct publisher *p)
 {
 	struct barrierd_header *h = p->sf->hdr;
 
@@ -208,7 +222,6 @@ static int check_foreign_writer(struct publisher *p)
 static void advance_vtime(struct publisher *p)
 {
 	p->vtime++;
-	p->sf->own_vtime = p->vtime;
 	bd_store(&p->sf->hdr->vtime, p->vtime);
 	*p->bss_vtime = p->vtime;
 }
@@ -434,7 +447,7 @@ int publisher_pass(struct publisher *p, bool credit, bool *again)
 	int here, ret;
 
 	*again = false;
-	ret = check_foreign_writer(p);
+	ret = publisher_check(p);
 	if (ret)
 		return ret;
 	advance_vtime(p);

@@ -79,8 +79,14 @@ long publisher_count_waiters(struct publisher *p, uint64_t max_cpus);
 /* Every per-CPU word still what we wrote?  0, or -EBUSY (another writer). */
 int publisher_verify(struct publisher *p);
 
-/* Refresh the heartbeat. */
-void publisher_heartbeat(struct publisher *p, uint64_t now_ns);
+/* Refresh the heartbeat, once publisher_check() vouches for the file: 0 or -EBUSY. */
+int publisher_heartbeat(struct publisher *p, uint64_t now_ns);
+
+/*
+ * Does the file hold exactly what this daemon published (magic, vtime, the globals and every
+ * per-CPU word)?  0, or -EBUSY: another writer.
+ */
+int publisher_check(struct publisher *p);
 
 /* Does a CPU that is not busy (idle, offline, unknown, ours) hold the global value (*held)? */
 bool publisher_idle_hold(const struct publisher *p, uint64_t *held);

@@ -104,9 +104,9 @@ static int ensure_dir(const char *path, char *err, size_t errlen)
 }
 
 /*
- * Why the file cannot be adopted as is, or NULL when it is ours from this boot.  map is a
- * private copy of the file, taken word by word, so what is judged is what gets adopted.
- * now: our clock, read after the copy.
+ * Why the file is not one an earlier daemon of ours left this boot, or NULL.  Every start
+ * resets the times anyway (DESIGN rule 9): this only says, in the log, whose file it was.  It
+ * decides nothing, except in the adoption mutant.  now: our clock, read after the loads.
  */
 static const char *foreign_reason(const struct state_file *sf, const uint8_t *map, size_t size,
 				  uint64_t now)
@@ -131,10 +131,10 @@ static const char *foreign_reason(const struct state_file *sf, const uint8_t *ma
 	 * Every time we publish is a reading of this boot's clock taken before it was stored: a
 	 * later one was written by someone else (a container with a fixed boot id, a writer
 	 * that got the clock wrong).  Every vtime of ours is far below the limit: a larger one
-	 * would make our vtime wrap.  (The mutants: the boot-id one drops the clock check too,
-	 * since it is the reboot rule's second half; the other drops both value checks.)
+	 * would make our vtime wrap.  (The boot-id mutant drops the clock check too, since it is
+	 * the reboot rule's second half.)
 	 */
-#if !defined(BARRIERD_MUTANT_NO_BOOT_RESET) && !defined(BARRIERD_MUTANT_ADOPT_ANY_VALUE)
+#ifndef BARRIERD_MUTANT_NO_BOOT_RESET /* mutant for tests/audit: breaks rule 9 */
 	if (h->heartbeat_ns > now || h->last_interrupt_ns > now || x->last_advance_ns > now ||
 	    x->stop_ns > now)
 		return "holds times later than this daemon's clock";
@@ -144,14 +144,12 @@ static const char *foreign_reason(const struct state_file *sf, const uint8_t *ma
 #else
 	(void)now;
 #endif
-#ifndef BARRIERD_MUTANT_ADOPT_ANY_VALUE /* mutant for tests/audit: adopts impossible values */
 	if (h->vtime >= BARRIERD_VTIME_LIMIT || h->last_interrupt_vtime >= BARRIERD_VTIME_LIMIT ||
 	    x->stop_vtime >= BARRIERD_VTIME_LIMIT)
 		return "holds a vtime no daemon of ours reaches";
 	for (uint64_t c = 0; c < sf->ncpu; c++)
 		if (h->per_cpu[c].last_interrupt_vtime >= BARRIERD_VTIME_LIMIT)
 			return "holds a vtime no daemon of ours reaches";
-#endif
 	/*
 	 * Ours, this boot.  Every per-CPU time we publish precedes the heartbeat stored after it,
 	 * every per-CPU vtime is at most the file's vtime, each global is at most every per-CPU
@@ -172,32 +170,52 @@ static const char *foreign_reason(const struct state_file *sf, const uint8_t *ma
 }
 
 /*
- * Reset a foreign file in place, with single aligned stores in an order that is safe at every
- * step for a reader that still maps it:
- *  1. vtime first, raised above every vtime word, so a vtime stamp taken from now on is above
- *     every value still in the file (zeroing it first would let an old value pass a 0 stamp);
- *  2. the global words, then everything else but ncpu (a reader of the original layout walks
- *     per_cpu[0..ncpu): a zero ncpu would make its walk pass vacuously);
- *  3. the stopped flag, with a zero stop snapshot: our readers trust nothing until a daemon
- *     runs again.  Zero times are always safe: they only delay.
- * A vtime at or past the limit cannot be raised without wrapping: then every other word is
- * zeroed first, and vtime last, to 1.  A stamp of the old value is then passed by nothing
- * (a delay), and one taken after is above every word left.
+ * Zero every time in the file in place, with single aligned stores in an order that is safe at
+ * every step for a reader that still maps it (DESIGN rules 9 and 10):
+ *  1. trust off first: a zero stop snapshot, then STOPPED by one RMW (a reader that sees the
+ *     flag sees the zero snapshot), so that no reader of ours trusts any word while the rest
+ *     changes, even if we are killed half-way;
+ *  2. vtime raised above every vtime word of the header and the per-CPU entries, so a vtime
+ *     stamp taken from now on is above every value still in the file (zeroing it first would
+ *     let an old value pass a 0 stamp);
+ *  3. the global words, then everything else but ncpu, the flags and the generation (a reader
+ *     of the original layout walks per_cpu[0..ncpu): a zero ncpu would make its walk pass
+ *     vacuously);
+ *  4. STOPPED again, with a wake of the flags.  The generation is kept, never zeroed: the next
+ *     start raises it, and a reader's seqlock (lib/trusted.c) must never see a generation
+ *     repeat across a reset and a start.
+ * A vtime at or past the limit cannot be raised without wrapping: then the other words are
+ * zeroed first and vtime is set to 1 last.  A stamp of the old value is passed by nothing
+ * (a delay), and one taken after is above every word left.  Zero times only ever delay.
  */
 static void reset_words(uint8_t *map, size_t size)
 {
 	struct barrierd_header *h = (void *)map;
-	uint64_t maxv = 0, gen = size >= sizeof(*h) ? bd_load(&h->generation) : 0;
+	uint64_t maxv = 0, n = 0, xo;
 
 	if (size < 32)
 		goto rest;
-	for (size_t off = 8; off + 8 <= size; off += 8) {
-		/* vtime words: the header's two and the second word of each 16-byte entry */
-		if (off == 8 || off == 24 || (off >= sizeof(*h) && (off - sizeof(*h)) % 16 == 8)) {
-			uint64_t v = bd_load((uint64_t *)(map + off));
+	if (size >= sizeof(*h)) {
+		xo = bd_load(&h->ext_offset);
+		if (xo % 8 == 0 && xo <= size && size - xo >= sizeof(struct barrierd_ext)) {
+			struct barrierd_ext *x = (void *)(map + xo);
 
-			maxv = v > maxv ? v : maxv;
+			bd_store(&x->stop_ns, 0);
+			bd_store(&x->stop_vtime, 0);
 		}
+		state_flags_update(&h->flags, BARRIERD_FLAGS_STATE_MASK, BARRIERD_FLAG_STOPPED);
+		/* The vtime words: the header's two and the second of each per-CPU entry. */
+		n = bd_load(&h->ncpu);
+		if (n > (size - sizeof(*h)) / sizeof(struct barrierd_cpu))
+			n = (size - sizeof(*h)) / sizeof(struct barrierd_cpu);
+	}
+	maxv = bd_load(&h->vtime);
+	if (bd_load(&h->last_interrupt_vtime) > maxv)
+		maxv = bd_load(&h->last_interrupt_vtime);
+	for (uint64_t c = 0; c < n; c++) {
+		uint64_t v = bd_load(&h->per_cpu[c].last_interrupt_vtime);
+
+		maxv = v > maxv ? v : maxv;
 	}
 	if (maxv < BARRIERD_VTIME_LIMIT)
 		bd_store(&h->vtime, maxv + 1);
@@ -205,17 +223,13 @@ static void reset_words(uint8_t *map, size_t size)
 	bd_store(&h->last_interrupt_vtime, 0);
 rest:
 	for (size_t off = 16; off + 8 <= size; off += 8)
-		bd_store((uint64_t *)(map + off), 0);
+		if (size < sizeof(*h) || (off != offsetof(struct barrierd_header, flags) &&
+					  off != offsetof(struct barrierd_header, generation)))
+			bd_store((uint64_t *)(map + off), 0);
 	if (size >= 32 && maxv >= BARRIERD_VTIME_LIMIT)
 		bd_store(&h->vtime, 1);
-	if (size >= sizeof(*h)) {
-		/*
-		 * The generation is raised, never zeroed: a reader's seqlock (lib/trusted.c) must
-		 * not take a reset and the next start for one continuous run.
-		 */
-		bd_store(&h->generation, gen + 1);
-		bd_store(&h->flags, BARRIERD_FLAG_STOPPED);
-	}
+	if (size >= sizeof(*h))
+		state_flags_update(&h->flags, ~0ULL, BARRIERD_FLAG_STOPPED);
 }
 
 static void write_layout(struct state_file *sf)
@@ -272,31 +286,6 @@ static int open_parent(const char *path, int *dfd, const char **base, char *err,
 	return path_trust_dir_chain(*dfd, dir, err, errlen);
 }
 
-/* The file's words, one aligned 64-bit load each: what is judged is what gets adopted. */
-static uint64_t *copy_words(const uint8_t *map, size_t size)
-{
-	uint64_t *copy = calloc(1, size + 8);
-
-	if (copy)
-		for (size_t off = 0; off + 8 <= size; off += 8)
-			copy[off / 8] = bd_load((const uint64_t *)(map + off));
-	return copy;
-}
-
-/* Record what this daemon vouches for: the adopted values, or zeros. */
-static void own_from(struct state_file *sf, const uint8_t *words, bool adopted)
-{
-	const struct barrierd_header *h = (const void *)words;
-
-	sf->own_vtime = adopted ? h->vtime : 0;
-	sf->own_ns = adopted ? h->last_interrupt_ns : 0;
-	sf->own_vt = adopted ? h->last_interrupt_vtime : 0;
-	for (uint64_t c = 0; c < sf->ncpu; c++) {
-		sf->own_cpu_ns[c] = adopted ? h->per_cpu[c].last_interrupt_ns : 0;
-		sf->own_cpu_vt[c] = adopted ? h->per_cpu[c].last_interrupt_vtime : 0;
-	}
-}
-
 int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char *err,
 		    size_t errlen)
 {
@@ -304,7 +293,6 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 	uint8_t *map;
 	const char *why, *base;
 	char lock_base[NAME_MAX + 8];
-	bool adopted = false;
 	int dfd = -1, ret;
 
 	memset(sf, 0, sizeof(*sf));
@@ -316,13 +304,6 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 	}
 	snprintf(sf->path, sizeof(sf->path), "%s", path);
 	snprintf(sf->lock_path, sizeof(sf->lock_path), "%s.lock", path);
-	sf->own_cpu_ns = calloc(ncpu, sizeof(uint64_t));
-	sf->own_cpu_vt = calloc(ncpu, sizeof(uint64_t));
-	if (!sf->own_cpu_ns || !sf->own_cpu_vt) {
-		snprintf(err, errlen, "out of memory");
-		ret = -ENOMEM;
-		goto fail;
-	}
 	ret = read_boot_id(sf->boot_id);
 	if (ret) {
 		snprintf(err, errlen, "cannot read /proc/sys/kernel/random/boot_id: %s",
@@ -403,9 +384,15 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 		goto fail;
 	}
 
-	/* Reset a foreign file in place (same inode: old mappings see the zeros). */
+	/*
+	 * Reset the file in place (same inode: old mappings see the zeros), whoever left it: no
+	 * value of an earlier run is carried over (DESIGN rule 9).  A daemon killed half-way, a
+	 * writer that came after a stop, a container with a fixed boot id: none of their values
+	 * can be told from ours by looking at the file, and zeros only delay.  The reason is
+	 * logged for whoever wonders whose file it was.
+	 */
 	if (st.st_size > 0) {
-		uint64_t *copy, now;
+		uint64_t now;
 
 		map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, sf->fd, 0);
 		if (map == MAP_FAILED) {
@@ -413,27 +400,25 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 			snprintf(err, errlen, "cannot map %s: %s", path, strerror(-ret));
 			goto fail;
 		}
-		copy = copy_words(map, (size_t)st.st_size);
-		if (!copy) {
-			munmap(map, (size_t)st.st_size);
-			snprintf(err, errlen, "out of memory");
-			ret = -ENOMEM;
-			goto fail;
-		}
 		/* The clock after the loads: a value of ours can never look later than it. */
 		bd_lfence();
 		now = bd_mono_ns();
-		why = foreign_reason(sf, (const uint8_t *)copy, (size_t)st.st_size, now);
-		if (why) {
-			log_warn("resetting %s: %s; every time field zeroed, stopped flag set", path,
-				 why);
+		why = foreign_reason(sf, map, (size_t)st.st_size, now);
+#ifdef BARRIERD_MUTANT_ADOPT_VALUES /* mutant for tests/audit: breaks rule 9 */
+		if (why)
+#endif
+		{
+			if (why)
+				log_warn(
+				    "resetting %s: %s; every time field zeroed, stopped flag set",
+				    path, why);
+			else
+				log_info(
+				    "%s: left by an earlier daemon of ours; times restart from "
+				    "zero, vtime above every value it held",
+				    path);
 			reset_words(map, (size_t)st.st_size);
-		} else {
-			adopted = (size_t)st.st_size >= sizeof(struct barrierd_header);
-			if (adopted)
-				own_from(sf, (const uint8_t *)copy, true);
 		}
-		free(copy);
 		munmap(map, (size_t)st.st_size);
 	}
 	close(dfd);
@@ -459,8 +444,6 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 		bd_store(&sf->hdr->flags, BARRIERD_FLAG_STOPPED);
 		write_layout(sf);
 	}
-	if (!adopted)
-		sf->own_vtime = bd_load(&sf->hdr->vtime); /* ours: raised by the reset, or 0 */
 	return 0;
 fail:
 	if (dfd >= 0)
@@ -491,8 +474,8 @@ void state_file_set_stopped(struct state_file *sf)
 	 * The snapshot before the flag (TSO keeps the order): a reader that sees the flag sees
 	 * the snapshot, and trusts no value above it from then on.  It is what *we* published:
 	 * the file's words may have been raised by another writer since our last check, and
-	 * taking them would hand that writer's values to every reader.  The heartbeat too: every
-	 * per-CPU time we published precedes it, which the next daemon checks.
+	 * taking them would hand that writer's values to every reader.  The caller checked the
+	 * file (publisher_check) just before: a difference resets it instead.
 	 */
 #ifdef BARRIERD_MUTANT_STOP_SNAPSHOT_FROM_FILE /* mutant for tests/audit: foreign values kept */
 	bd_store(&sf->ext->stop_ns, bd_load(&h->last_interrupt_ns));
@@ -518,8 +501,7 @@ void state_file_reset_foreign(struct state_file *sf)
 	 * from another boot.  Readers of the original layout are then no longer released by the
 	 * foreign values (they may have been between the write and our check: that window is
 	 * the other writer's doing), ours trust nothing (stopped, zero snapshot), and the next
-	 * daemon finds no magic and resets the file again before it adopts anything.  The
-	 * heartbeat is zeroed too, not refreshed.
+	 * daemon finds no magic (it resets every file anyway).  The heartbeat is zeroed too.
 	 */
 	log_err("%s was written by another process: resetting it (every time zeroed, stopped)",
 		sf->path);
@@ -529,9 +511,6 @@ void state_file_reset_foreign(struct state_file *sf)
 
 void state_file_close(struct state_file *sf)
 {
-	free(sf->own_cpu_ns);
-	free(sf->own_cpu_vt);
-	sf->own_cpu_ns = sf->own_cpu_vt = NULL;
 	if (sf->hdr)
 		munmap(sf->hdr, sf->size);
 	sf->hdr = NULL;

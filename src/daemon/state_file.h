@@ -22,13 +22,17 @@ struct state_file {
 	uint64_t ncpu;
 	uint8_t boot_id[16];
 	/*
-	 * What this daemon vouches for: the values the open-time check accepted (zero for a new
-	 * or reset file), then whatever the publisher last published.  The stop snapshot is
+	 * The global values this daemon vouches for: zero after the start's reset, then what the
+	 * publisher last published.  The stop snapshot is
 	 * taken from these, never from the file, which a foreign writer may have raised.
 	 */
-	uint64_t own_vtime, own_ns, own_vt;
-	uint64_t *own_cpu_ns, *own_cpu_vt; /* per CPU */
+	uint64_t own_ns, own_vt;
 };
+
+/* Mutant for tests/audit: another boot's file adopted means values adopted at all. */
+#ifdef BARRIERD_MUTANT_NO_BOOT_RESET
+#define BARRIERD_MUTANT_ADOPT_VALUES
+#endif
 
 /*
  * No vtime of ours comes near this: one pass per microsecond for 100 000 years is below 2^62.

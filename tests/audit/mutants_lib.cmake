@@ -12,3 +12,23 @@ audit_reuse(audit_wait-mutant-trusted_no_seqlock ${PROJECT_SOURCE_DIR}/tests/uni
 audit_mutant_test(trusted_no_seqlock COMMAND ${expect} restart_between_value_and_flags
                   $<TARGET_FILE:audit_wait-mutant-trusted_no_seqlock>
                   restart_between_value_and_flags)
+
+# Rule 10, vtime: a stopped file's vtime values capped at the stop snapshot, as ns values are.
+# A vtime stamp is a load of header.vtime, which a writer that came after the stop can lower
+# below the snapshot: the stamp then passes on values that precede it.  Caught by
+# test_after_stop's lowered_vtime_not_passed against the mutant library.
+audit_lib_mutant(vtime_stop_cap BARRIERD_MUTANT_VTIME_STOP_CAP)
+audit_reuse(audit_after_stop-mutant-vtime_stop_cap ${integration_dir}/test_after_stop.c
+            DAEMON barrierd LIBS barrierd_lib-mutant-vtime_stop_cap)
+audit_mutant_test(vtime_stop_cap ROOT COMMAND ${expect} lowered_vtime_not_passed
+                  $<TARGET_FILE:audit_after_stop-mutant-vtime_stop_cap> lowered_vtime_not_passed)
+
+# Rule 10, SIGKILL: "running" read from the flag alone, without a live heartbeat.  A daemon
+# killed with SIGKILL leaves RUNNING set, and a writer that comes after it is believed for good.
+# Caught by test_after_stop's killed_daemon_then_writer against the mutant library.
+audit_lib_mutant(trust_stale_heartbeat BARRIERD_MUTANT_TRUST_STALE_HEARTBEAT)
+audit_reuse(audit_after_stop-mutant-trust_stale_heartbeat ${integration_dir}/test_after_stop.c
+            DAEMON barrierd LIBS barrierd_lib-mutant-trust_stale_heartbeat)
+audit_mutant_test(trust_stale_heartbeat ROOT COMMAND ${expect} killed_daemon_then_writer
+                  $<TARGET_FILE:audit_after_stop-mutant-trust_stale_heartbeat>
+                  killed_daemon_then_writer)
