@@ -226,7 +226,8 @@ int main(int argc, char **argv)
 		return cmd_stats(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "slots"))
 		return cmd_slots(argv[2]);
-	fprintf(stderr,
-		"usage: bench_bpf attach stamp|xchg|empty CAT/NAME SECONDS | stats PID | slots PID\n");
+	fprintf(
+	    stderr,
+	    "usage: bench_bpf attach stamp|xchg|empty CAT/NAME SECONDS | stats PID | slots PID\n");
 	return 64;
 }

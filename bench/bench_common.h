@@ -41,7 +41,8 @@ static inline uint64_t bench_thread_cpu(void)
 
 static inline void bench_sleep_ns(uint64_t ns)
 {
-	struct timespec ts = {.tv_sec = (time_t)(ns / BENCH_SEC), .tv_nsec = (long)(ns % BENCH_SEC)};
+	struct timespec ts = {.tv_sec = (time_t)(ns / BENCH_SEC),
+			      .tv_nsec = (long)(ns % BENCH_SEC)};
 
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;

@@ -99,7 +99,8 @@ static void call(int m)
 	}
 }
 
-static void add(struct acc *a, uint64_t before[MAXCPU][IPI_KINDS], uint64_t after[MAXCPU][IPI_KINDS])
+static void add(struct acc *a, uint64_t before[MAXCPU][IPI_KINDS],
+		uint64_t after[MAXCPU][IPI_KINDS])
 {
 	for (int c = 0; c < MAXCPU; c++)
 		for (int k = 0; k < IPI_KINDS; k++)
@@ -137,8 +138,9 @@ int main(int argc, char **argv)
 	FILE *csv;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: bench_ipi STATE_PATH CSV [--label L] [--caller CPU] [--target "
-				"CPU] [--calls N] [--rounds R] [--methods LIST] [--conds LIST]\n");
+		fprintf(stderr,
+			"usage: bench_ipi STATE_PATH CSV [--label L] [--caller CPU] [--target "
+			"CPU] [--calls N] [--rounds R] [--methods LIST] [--conds LIST]\n");
 		return 64;
 	}
 	for (int i = 3; i + 1 < argc; i += 2) {

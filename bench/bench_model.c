@@ -121,7 +121,8 @@ static int run_ncpu(const char *dir, uint64_t ncpu, FILE *csv)
 			}
 			t1 = bd_mono_ns();
 			if (ret) {
-				fprintf(stderr, "bench_model: publisher_pass: %s\n", strerror(-ret));
+				fprintf(stderr, "bench_model: publisher_pass: %s\n",
+					strerror(-ret));
 				return ret;
 			}
 			samples[n++] = t1 - t0;
@@ -178,7 +179,8 @@ int main(int argc, char **argv)
 		snprintf(path, sizeof(path), "%s/word", dir);
 		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 		if (fd >= 0 && ftruncate(fd, 4096) == 0 &&
-		    (word = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) != MAP_FAILED) {
+		    (word = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) !=
+			MAP_FAILED) {
 			uint64_t t0, k = 200000;
 
 			for (uint64_t i = 0; i < k / 10; i++)

@@ -36,7 +36,6 @@ static int need_ring(uint64_t t)
 	return 0;
 }
 
-
 int main(int argc, char **argv)
 {
 	struct barrierd *b;
@@ -97,7 +96,8 @@ int main(int argc, char **argv)
 			unslept++;
 			continue;
 		}
-		/* The advance that woke us, unless another one came since (then skip the sample). */
+		/* The advance that woke us, unless another one came since (then skip the sample).
+		 */
 		do {
 			adv1 = bd_load(&ext->last_advance_ns);
 			cause = bd_load(&ext->last_advance_cause);

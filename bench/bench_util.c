@@ -37,8 +37,8 @@ static int churn(double secs)
 		return 1;
 	churn_end = bd_mono_ns() + (uint64_t)(secs * 1e9);
 	for (int c = 0; c < CPU_SETSIZE; c++)
-		if (CPU_ISSET(c, &cpus) && pthread_create(&th[n], NULL, churn_thread,
-							  (void *)(intptr_t)c) == 0)
+		if (CPU_ISSET(c, &cpus) &&
+		    pthread_create(&th[n], NULL, churn_thread, (void *)(intptr_t)c) == 0)
 			n++;
 	for (int i = 0; i < n; i++)
 		pthread_join(th[i], NULL);
@@ -67,7 +67,8 @@ static int loop(const char *path, double secs, double rate)
 		if (ret) {
 			/*
 			 * Count and go on: one failed call must not end a benchmark run.  Say what
-			 * the file showed, for the report (-ESTALE: not live, or a namespace change).
+			 * the file showed, for the report (-ESTALE: not live, or a namespace
+			 * change).
 			 */
 			size_t sz;
 			const struct barrierd_header *h = barrierd_mapping(b, &sz);

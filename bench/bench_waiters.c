@@ -99,7 +99,8 @@ int main(int argc, char **argv)
 	FILE *csv;
 	int ret;
 
-	if (argc != 5 || !(nthreads = (uint32_t)atoi(argv[2])) || !(rounds = (uint32_t)atoi(argv[3]))) {
+	if (argc != 5 || !(nthreads = (uint32_t)atoi(argv[2])) ||
+	    !(rounds = (uint32_t)atoi(argv[3]))) {
 		fprintf(stderr, "usage: bench_waiters STATE_PATH THREADS ROUNDS CSV\n");
 		return 64;
 	}

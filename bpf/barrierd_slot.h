@@ -16,12 +16,12 @@
 #define BARRIERD_MAX_DAEMON_TIDS 8
 
 struct barrierd_slot {
-	__u64 stamp;    /* bpf_ktime_get_ns() of the latest event, stored by xchg (rule 1) */
-	__u64 vtime;    /* the .bss vtime that event loaded before its clock read (rule 4) */
-	__u64 idle;     /* BARRIERD_SLOT_IDLE / _BUSY, xchg'ed on every sched_switch */
-	__u64 switches; /* sched_switch hits on this CPU */
-	__u64 events;   /* evidence hits on this CPU (all programs) */
-	__u64 signals;  /* ring-buffer signals sent from this CPU */
+	__u64 stamp;	 /* bpf_ktime_get_ns() of the latest event, stored by xchg (rule 1) */
+	__u64 vtime;	 /* the .bss vtime that event loaded before its clock read (rule 4) */
+	__u64 idle;	 /* BARRIERD_SLOT_IDLE / _BUSY, xchg'ed on every sched_switch */
+	__u64 switches;	 /* sched_switch hits on this CPU */
+	__u64 events;	 /* evidence hits on this CPU (all programs) */
+	__u64 signals;	 /* ring-buffer signals sent from this CPU */
 	__u64 sig_stamp; /* stamp of the latest event that was not a daemon thread's */
 	__u64 pad;
 };

@@ -60,24 +60,24 @@ struct barrierd_cpu {
 
 struct barrierd_header {
 	/* -- the original 32 bytes -- */
-	uint64_t ncpu;                 /* number of per-CPU entries (possible CPUs) */
-	uint64_t vtime;                /* virtual time, advanced by the daemon */
+	uint64_t ncpu;		       /* number of per-CPU entries (possible CPUs) */
+	uint64_t vtime;		       /* virtual time, advanced by the daemon */
 	uint64_t last_interrupt_ns;    /* min over CPUs of per_cpu[].last_interrupt_ns */
 	uint64_t last_interrupt_vtime; /* min over CPUs of per_cpu[].last_interrupt_vtime */
 	/* -- the original's 96 reserved bytes, ours now -- */
-	uint64_t magic;               /* BARRIERD_MAGIC */
-	uint32_t abi_major;           /* BARRIERD_ABI_MAJOR: a reader refuses a newer major */
-	uint32_t abi_minor;           /* a reader accepts any minor */
-	uint32_t header_size;         /* sizeof(struct barrierd_header) == 128 */
-	uint32_t cpu_stride;          /* sizeof(struct barrierd_cpu) == 16 */
-	uint64_t flags;               /* BARRIERD_FLAG_* | BARRIERD_FEAT_* */
-	uint64_t generation;          /* bumped at every daemon start */
-	uint64_t heartbeat_ns;        /* CLOCK_MONOTONIC of the daemon's latest sign of life */
-	uint64_t heartbeat_period_ns; /* the daemon refreshes heartbeat_ns at least this often */
-	uint64_t daemon_pid;          /* pid of the publishing daemon (its own pid namespace) */
-	uint8_t boot_id[16];          /* /proc/sys/kernel/random/boot_id, as 16 raw bytes */
-	uint64_t doorbell;            /* FUTEX_WAKE the low half to ask for idle/offline credit */
-	uint64_t ext_offset;          /* byte offset of struct barrierd_ext in the file */
+	uint64_t magic;		       /* BARRIERD_MAGIC */
+	uint32_t abi_major;	       /* BARRIERD_ABI_MAJOR: a reader refuses a newer major */
+	uint32_t abi_minor;	       /* a reader accepts any minor */
+	uint32_t header_size;	       /* sizeof(struct barrierd_header) == 128 */
+	uint32_t cpu_stride;	       /* sizeof(struct barrierd_cpu) == 16 */
+	uint64_t flags;		       /* BARRIERD_FLAG_* | BARRIERD_FEAT_* */
+	uint64_t generation;	       /* bumped at every daemon start */
+	uint64_t heartbeat_ns;	       /* CLOCK_MONOTONIC of the daemon's latest sign of life */
+	uint64_t heartbeat_period_ns;  /* the daemon refreshes heartbeat_ns at least this often */
+	uint64_t daemon_pid;	       /* pid of the publishing daemon (its own pid namespace) */
+	uint8_t boot_id[16];	       /* /proc/sys/kernel/random/boot_id, as 16 raw bytes */
+	uint64_t doorbell;	       /* FUTEX_WAKE the low half to ask for idle/offline credit */
+	uint64_t ext_offset;	       /* byte offset of struct barrierd_ext in the file */
 	struct barrierd_cpu per_cpu[]; /* ncpu entries */
 };
 
@@ -126,23 +126,23 @@ enum barrierd_cause {
 
 /* Per-CPU extension entry; how the CPU's value was last moved forward, and its state. */
 struct barrierd_ext_cpu {
-	uint64_t state;          /* enum barrierd_cpu_state, as of the latest pass */
-	uint64_t credit_event;   /* passes in which a stamped event advanced this CPU */
-	uint64_t credit_idle;    /* passes in which idle credit advanced this CPU */
+	uint64_t state;		 /* enum barrierd_cpu_state, as of the latest pass */
+	uint64_t credit_event;	 /* passes in which a stamped event advanced this CPU */
+	uint64_t credit_idle;	 /* passes in which idle credit advanced this CPU */
 	uint64_t credit_offline; /* passes in which offline credit advanced this CPU */
 };
 
 /* The extension area, at header.ext_offset (a multiple of 64). */
 struct barrierd_ext {
-	uint64_t ext_size;         /* bytes from ext_offset to the end of the file */
-	uint32_t ext_header_size;  /* sizeof(struct barrierd_ext) == 128 */
-	uint32_t ext_cpu_stride;   /* sizeof(struct barrierd_ext_cpu) == 32 */
-	uint64_t last_advance_ns;  /* CLOCK_MONOTONIC when the global ns value last advanced */
+	uint64_t ext_size;	     /* bytes from ext_offset to the end of the file */
+	uint32_t ext_header_size;    /* sizeof(struct barrierd_ext) == 128 */
+	uint32_t ext_cpu_stride;     /* sizeof(struct barrierd_ext_cpu) == 32 */
+	uint64_t last_advance_ns;    /* CLOCK_MONOTONIC when the global ns value last advanced */
 	uint64_t last_advance_cause; /* enum barrierd_cause | cpu << 8: how the CPU now holding
 					the minimum was last advanced */
-	uint64_t passes;           /* publishing passes since the file was laid out */
-	uint64_t credit_passes;    /* of which idle/offline credit passes */
-	uint64_t doorbell_rings;   /* doorbell wakes the daemon heard */
+	uint64_t passes;	     /* publishing passes since the file was laid out */
+	uint64_t credit_passes;	     /* of which idle/offline credit passes */
+	uint64_t doorbell_rings;     /* doorbell wakes the daemon heard */
 	/*
 	 * The global values when the daemon last stopped (written before the stopped flag).  While
 	 * the file is not marked running, a reader trusts no value above these: nobody of ours
@@ -216,15 +216,15 @@ static inline uint64_t barrierd_file_size(uint64_t ncpu)
 struct barrierd;
 
 enum barrierd_fallback {
-	BARRIERD_FALLBACK_NONE = 0,       /* never call membarrier: -ESTALE / -ETIMEDOUT */
+	BARRIERD_FALLBACK_NONE = 0,	  /* never call membarrier: -ESTALE / -ETIMEDOUT */
 	BARRIERD_FALLBACK_MEMBARRIER = 1, /* finish with membarrier(MEMBARRIER_CMD_GLOBAL) */
 };
 
 struct barrierd_open_opts {
-	size_t sz;                 /* sizeof(struct barrierd_open_opts), for extension */
-	int trusted_uid_set;       /* nonzero: trusted_uid is trusted besides root */
-	uid_t trusted_uid;         /* owner accepted besides root (never read from the env) */
-	int fallback;              /* enum barrierd_fallback */
+	size_t sz;		   /* sizeof(struct barrierd_open_opts), for extension */
+	int trusted_uid_set;	   /* nonzero: trusted_uid is trusted besides root */
+	uid_t trusted_uid;	   /* owner accepted besides root (never read from the env) */
+	int fallback;		   /* enum barrierd_fallback */
 	int64_t fallback_after_ns; /* a wait not passed after this long falls back (<= 0: 100 ms);
 				      a dead or stopped daemon falls back at once */
 };

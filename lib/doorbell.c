@@ -14,8 +14,8 @@ int bd_ring(const struct barrierd *b)
 	 * daemon waits on the same file page from another process.  The result counts the
 	 * daemon threads that heard it; 0 means the ring was lost (no thread was waiting).
 	 */
-	long r = syscall(SYS_futex, (const uint32_t *)&b->hdr->doorbell, FUTEX_WAKE, 1, NULL, NULL,
-			 0);
+	long r =
+	    syscall(SYS_futex, (const uint32_t *)&b->hdr->doorbell, FUTEX_WAKE, 1, NULL, NULL, 0);
 
 	return r < 0 ? -errno : (int)r;
 }

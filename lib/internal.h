@@ -24,14 +24,14 @@ struct barrierd {
 	const void *map2; /* the longer mapping the extension needed, or NULL; unmapped at close */
 	size_t size2;
 	uint64_t ncpu;
-	uint64_t open_ns;   /* host CLOCK_MONOTONIC at open: stamps must be later */
-	int64_t timens_off; /* this process's CLOCK_MONOTONIC offset (updated atomically) */
-	uint64_t timens_ino; /* the time namespace that offset belongs to */
-	uint64_t timens_dev; /* and its device (nsfs): to recognise timens_fd as still ours */
-	int timens_fd;       /* an fd on that namespace, or -1: pins its inode number */
-	unsigned timens_seq; /* bumped after every change of timens_off: stamps retry across one */
+	uint64_t open_ns;     /* host CLOCK_MONOTONIC at open: stamps must be later */
+	int64_t timens_off;   /* this process's CLOCK_MONOTONIC offset (updated atomically) */
+	uint64_t timens_ino;  /* the time namespace that offset belongs to */
+	uint64_t timens_dev;  /* and its device (nsfs): to recognise timens_fd as still ours */
+	int timens_fd;	      /* an fd on that namespace, or -1: pins its inode number */
+	unsigned timens_seq;  /* bumped after every change of timens_off: stamps retry across one */
 	uint64_t valid_after; /* ns stamps at or below: refused (open_ns; all, once retired) */
-	unsigned fork_gen;   /* bd_fork_gen when timens_off was read */
+	unsigned fork_gen;    /* bd_fork_gen when timens_off was read */
 	int fallback;
 	int64_t fallback_after_ns;
 };

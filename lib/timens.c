@@ -51,7 +51,7 @@ static void before_fork(void)
 			 own_ns(&st) ? UNKNOWN_NS : (uint64_t)st.st_ino, __ATOMIC_RELAXED);
 	__atomic_store_n(&fork_child_ino[next % FORK_RING],
 			 stat("/proc/thread-self/ns/time_for_children", &st) ? UNKNOWN_NS
-									      : (uint64_t)st.st_ino,
+									     : (uint64_t)st.st_ino,
 			 __ATOMIC_RELAXED);
 }
 
@@ -198,10 +198,10 @@ int64_t bd_timens_current(const struct barrierd *b)
 
 	if (had != gen) {
 		uint64_t pinned = __atomic_load_n(&m->timens_ino, __ATOMIC_RELAXED);
-		uint64_t parent = __atomic_load_n(&fork_parent_ino[(had + 1) % FORK_RING],
-						  __ATOMIC_RELAXED);
-		uint64_t child = __atomic_load_n(&fork_child_ino[(had + 1) % FORK_RING],
-						 __ATOMIC_RELAXED);
+		uint64_t parent =
+		    __atomic_load_n(&fork_parent_ino[(had + 1) % FORK_RING], __ATOMIC_RELAXED);
+		uint64_t child =
+		    __atomic_load_n(&fork_child_ino[(had + 1) % FORK_RING], __ATOMIC_RELAXED);
 		int fd = __atomic_load_n(&m->timens_fd, __ATOMIC_RELAXED);
 		struct stat st;
 
@@ -222,7 +222,8 @@ int64_t bd_timens_current(const struct barrierd *b)
 		else if (gen - had == 1 && pinned != 0 && child == pinned && fd >= 0 &&
 			 fstat(fd, &st) == 0 && (uint64_t)st.st_ino == pinned &&
 			 (uint64_t)st.st_dev == __atomic_load_n(&m->timens_dev, __ATOMIC_RELAXED))
-			; /* born into the pinned namespace, whose fd we inherited: nothing changed */
+			; /* born into the pinned namespace, whose fd we inherited: nothing changed
+			   */
 		else
 			bd_timens_derive(m);
 		__atomic_store_n(&m->fork_gen, gen, __ATOMIC_RELEASE);

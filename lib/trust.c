@@ -135,7 +135,8 @@ int bd_open_trusted(const char *path, uid_t trusted_uid, int trusted_uid_set, in
 	if (fd < 0)
 		return errno == ELOOP ? -EPERM : -errno;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-	    !owner_ok(st.st_uid, trusted_uid, trusted_uid_set) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+	    !owner_ok(st.st_uid, trusted_uid, trusted_uid_set) ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH))) {
 		close(fd);
 		return -EPERM;
 	}

@@ -23,7 +23,7 @@
 #define FUTEX2_SIZE_U32 0x02
 #endif
 
-#define SLICE_NS (10 * 1000000LL)     /* longest sleep between liveness re-checks */
+#define SLICE_NS (10 * 1000000LL)      /* longest sleep between liveness re-checks */
 #define LOST_RING_SLICE_NS (1000000LL) /* sleep after a ring nobody heard */
 /* Without futex_waitv, after not ringing because the daemon was armed (see sleep_on). */
 #define ARMED_SLICE_NS (1000000LL)
@@ -51,8 +51,7 @@ static inline int in_set(const struct target *t, uint64_t c)
 	return t->kind != T_CPUS || bd_in_set(t->set, t->nbits, c);
 }
 
-static inline const uint64_t *cpu_word(const struct barrierd *b, const struct target *t,
-				       uint64_t c)
+static inline const uint64_t *cpu_word(const struct barrierd *b, const struct target *t, uint64_t c)
 {
 	return t->kind == T_VTIME ? &b->hdr->per_cpu[c].last_interrupt_vtime
 				  : &b->hdr->per_cpu[c].last_interrupt_ns;
@@ -306,8 +305,8 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 	start = host_now(b);
 	deadline = timeout_ns >= 0 ? start + (uint64_t)timeout_ns : UINT64_MAX;
 	fb_deadline = b->fallback == BARRIERD_FALLBACK_MEMBARRIER
-			      ? start + (uint64_t)b->fallback_after_ns
-			      : UINT64_MAX;
+			  ? start + (uint64_t)b->fallback_after_ns
+			  : UINT64_MAX;
 	for (;;) {
 		/* Read the futex word before checking, so no change between them is missed. */
 		uint32_t snap = bd_load_low(global_word(b, t));
@@ -317,7 +316,8 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 		int ret;
 
 		/* A move (found by any thread) puts this stamp under the floor: not judged. */
-		if (t->kind != T_VTIME && t->value <= __atomic_load_n(&b->valid_after, __ATOMIC_ACQUIRE))
+		if (t->kind != T_VTIME &&
+		    t->value <= __atomic_load_n(&b->valid_after, __ATOMIC_ACQUIRE))
 			return -ESTALE;
 		if (passed(b, t))
 			return ns_check(b, t, &ns_checked);

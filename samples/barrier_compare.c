@@ -62,7 +62,8 @@ int main(int argc, char **argv)
 	}
 	ret = barrierd_open(&b, optind < argc ? argv[optind] : NULL);
 	if (ret) {
-		fprintf(stderr, "barrier_compare: cannot open the state file: %s\n", strerror(-ret));
+		fprintf(stderr, "barrier_compare: cannot open the state file: %s\n",
+			strerror(-ret));
 		return 1;
 	}
 	bd = calloc((size_t)n, sizeof(*bd));

@@ -380,8 +380,8 @@ static int bench_setup(struct bench *bn, unsigned mask)
 
 	/* Spinners first: fork before any thread exists. */
 	if (bn->o->load && (ret = start_spinners(bn, mask & (1u << BM_GLOBAL_EXPEDITED))) != 0)
-		fprintf(stderr, "barrierctl: bench: started only %d load spinners: %s\n",
-			bn->nspin, strerror(-ret));
+		fprintf(stderr, "barrierctl: bench: started only %d load spinners: %s\n", bn->nspin,
+			strerror(-ret));
 	if ((mask & ((1u << BM_PRIVATE_EXPEDITED) | (1u << BM_MPROTECT))) &&
 	    (ret = start_siblings(bn)) != 0) {
 		fprintf(stderr, "barrierctl: bench: cannot start the sibling threads: %s\n",

@@ -15,62 +15,62 @@
 #include <unistd.h>
 
 static const char usage_text[] =
-	"Usage: barrierctl COMMAND [OPTION]...\n"
-	"Inspect and exercise barrierd, the asymmetric memory barrier service.\n"
-	"\n"
-	"Commands:\n"
-	"  status    daemon liveness, then one row per CPU: lag, vtime lag, state, credits\n"
-	"  watch     the status, refreshed in place until SIGINT or SIGTERM\n"
-	"  wait      one barrier from a fenced stamp; prints its latency\n"
-	"  bench     latency distribution and IPIs per call of barrier methods\n"
-	"  help      show this help and exit (as do -h, --help and COMMAND --help)\n"
-	"\n"
-	"Options of every command:\n"
-	"  -s, --state PATH        state file (default: $BARRIERD_STATE, then\n"
-	"                          " BARRIERD_DEFAULT_STATE_PATH ")\n"
-	"      --trusted-uid UID   also trust a state file and directories owned by UID\n"
-	"                          (root is always trusted)\n"
-	"  -h, --help              show this help and exit\n"
-	"  -V, --version           show the version and exit\n"
-	"\n"
-	"status:\n"
-	"      --json              print one JSON object instead of the table\n"
-	"      --lag-threshold MS  a busy or unknown CPU whose lag (now - its value, after\n"
-	"                          asking the daemon for a fresh pass) is more than MS\n"
-	"                          milliseconds is lagging (default 50)\n"
-	"watch:\n"
-	"      --interval MS       refresh every MS milliseconds (default 1000)\n"
-	"      --count N           stop after N refreshes (default: until a signal)\n"
-	"      --lag-threshold MS  as for status\n"
-	"wait:\n"
-	"      --timeout MS        give up after MS milliseconds (default 5000)\n"
-	"bench:\n"
-	"  -n N                    calls per method (default 200)\n"
-	"  -m, --method M          measure method M; repeat it or give a comma-separated\n"
-	"                          list (default: all): barrierd, vtime, membarrier-global,\n"
-	"                          private-expedited, mprotect, global-expedited\n"
-	"      --load              run a nice-19 spinner process on every CPU during the run\n"
-	"      --csv FILE          write one row per call to FILE\n"
-	"\n"
-	"Exit status:\n"
-	"  0    success; for status and watch, healthy\n"
-	"  1    status, watch: degraded, a busy CPU is lagging (not LSB's \"dead, pid\n"
-	"       file exists\"); wait, bench: a barrier or method failed\n"
-	"  2    wait: timed out\n"
-	"  3    the daemon is not running: stopped flag, no running flag, or no heartbeat\n"
-	"       for more than 3 periods\n"
-	"  4    the state file is missing, unusable or untrusted\n"
-	"  64   usage error\n"
-	"  130  bench: interrupted by SIGINT (143: by SIGTERM)\n"
-	"\n"
-	"JSON fields (status --json; docs/barrierctl.8 describes each):\n"
-	"  path health exit_code now_ns lag_threshold_ms abi_major abi_minor ncpu vtime\n"
-	"  last_interrupt_ns last_interrupt_age_ms last_interrupt_vtime flags boot_id\n"
-	"  daemon{live running stopped armed pid generation heartbeat_ns\n"
-	"  heartbeat_age_ms heartbeat_period_ms} last_advance{ns age_ms cause cpu}\n"
-	"  passes credit_passes doorbell_rings lagging_cpus cpus[]{cpu state lagging\n"
-	"  last_interrupt_ns lag_ms behind_ms last_interrupt_vtime vtime_lag credit_event\n"
-	"  credit_idle credit_offline}\n";
+    "Usage: barrierctl COMMAND [OPTION]...\n"
+    "Inspect and exercise barrierd, the asymmetric memory barrier service.\n"
+    "\n"
+    "Commands:\n"
+    "  status    daemon liveness, then one row per CPU: lag, vtime lag, state, credits\n"
+    "  watch     the status, refreshed in place until SIGINT or SIGTERM\n"
+    "  wait      one barrier from a fenced stamp; prints its latency\n"
+    "  bench     latency distribution and IPIs per call of barrier methods\n"
+    "  help      show this help and exit (as do -h, --help and COMMAND --help)\n"
+    "\n"
+    "Options of every command:\n"
+    "  -s, --state PATH        state file (default: $BARRIERD_STATE, then\n"
+    "                          " BARRIERD_DEFAULT_STATE_PATH ")\n"
+    "      --trusted-uid UID   also trust a state file and directories owned by UID\n"
+    "                          (root is always trusted)\n"
+    "  -h, --help              show this help and exit\n"
+    "  -V, --version           show the version and exit\n"
+    "\n"
+    "status:\n"
+    "      --json              print one JSON object instead of the table\n"
+    "      --lag-threshold MS  a busy or unknown CPU whose lag (now - its value, after\n"
+    "                          asking the daemon for a fresh pass) is more than MS\n"
+    "                          milliseconds is lagging (default 50)\n"
+    "watch:\n"
+    "      --interval MS       refresh every MS milliseconds (default 1000)\n"
+    "      --count N           stop after N refreshes (default: until a signal)\n"
+    "      --lag-threshold MS  as for status\n"
+    "wait:\n"
+    "      --timeout MS        give up after MS milliseconds (default 5000)\n"
+    "bench:\n"
+    "  -n N                    calls per method (default 200)\n"
+    "  -m, --method M          measure method M; repeat it or give a comma-separated\n"
+    "                          list (default: all): barrierd, vtime, membarrier-global,\n"
+    "                          private-expedited, mprotect, global-expedited\n"
+    "      --load              run a nice-19 spinner process on every CPU during the run\n"
+    "      --csv FILE          write one row per call to FILE\n"
+    "\n"
+    "Exit status:\n"
+    "  0    success; for status and watch, healthy\n"
+    "  1    status, watch: degraded, a busy CPU is lagging (not LSB's \"dead, pid\n"
+    "       file exists\"); wait, bench: a barrier or method failed\n"
+    "  2    wait: timed out\n"
+    "  3    the daemon is not running: stopped flag, no running flag, or no heartbeat\n"
+    "       for more than 3 periods\n"
+    "  4    the state file is missing, unusable or untrusted\n"
+    "  64   usage error\n"
+    "  130  bench: interrupted by SIGINT (143: by SIGTERM)\n"
+    "\n"
+    "JSON fields (status --json; docs/barrierctl.8 describes each):\n"
+    "  path health exit_code now_ns lag_threshold_ms abi_major abi_minor ncpu vtime\n"
+    "  last_interrupt_ns last_interrupt_age_ms last_interrupt_vtime flags boot_id\n"
+    "  daemon{live running stopped armed pid generation heartbeat_ns\n"
+    "  heartbeat_age_ms heartbeat_period_ms} last_advance{ns age_ms cause cpu}\n"
+    "  passes credit_passes doorbell_rings lagging_cpus cpus[]{cpu state lagging\n"
+    "  last_interrupt_ns lag_ms behind_ms last_interrupt_vtime vtime_lag credit_event\n"
+    "  credit_idle credit_offline}\n";
 
 static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
@@ -145,11 +145,11 @@ static const struct {
 	int id;
 	unsigned cmds;
 } opt_scope[] = {
-	{OPT_STATE, ALL_CMDS},    {OPT_TRUSTED_UID, ALL_CMDS}, {OPT_HELP, ALL_CMDS},
-	{OPT_VERSION, ALL_CMDS},  {OPT_JSON, C(STATUS)},	   {OPT_LAG, C(STATUS) | C(WATCH)},
-	{OPT_INTERVAL, C(WATCH)}, {OPT_COUNT, C(WATCH)},	   {OPT_TIMEOUT, C(WAIT)},
-	{OPT_N, C(BENCH)},	      {OPT_METHOD, C(BENCH)},	   {OPT_LOAD, C(BENCH)},
-	{OPT_CSV, C(BENCH)},
+    {OPT_STATE, ALL_CMDS},    {OPT_TRUSTED_UID, ALL_CMDS}, {OPT_HELP, ALL_CMDS},
+    {OPT_VERSION, ALL_CMDS},  {OPT_JSON, C(STATUS)},	   {OPT_LAG, C(STATUS) | C(WATCH)},
+    {OPT_INTERVAL, C(WATCH)}, {OPT_COUNT, C(WATCH)},	   {OPT_TIMEOUT, C(WAIT)},
+    {OPT_N, C(BENCH)},	      {OPT_METHOD, C(BENCH)},	   {OPT_LOAD, C(BENCH)},
+    {OPT_CSV, C(BENCH)},
 };
 
 static int opt_allowed(int id, enum cmd cmd)
@@ -170,19 +170,19 @@ static int parse_opts(enum cmd cmd, int argc, char **argv, struct bctl_opts *o, 
 		      size_t errlen)
 {
 	static const struct option longopts[] = {
-		{"state", required_argument, NULL, OPT_STATE},
-		{"trusted-uid", required_argument, NULL, OPT_TRUSTED_UID},
-		{"help", no_argument, NULL, OPT_HELP},
-		{"version", no_argument, NULL, OPT_VERSION},
-		{"json", no_argument, NULL, OPT_JSON},
-		{"lag-threshold", required_argument, NULL, OPT_LAG},
-		{"interval", required_argument, NULL, OPT_INTERVAL},
-		{"count", required_argument, NULL, OPT_COUNT},
-		{"timeout", required_argument, NULL, OPT_TIMEOUT},
-		{"method", required_argument, NULL, OPT_METHOD},
-		{"load", no_argument, NULL, OPT_LOAD},
-		{"csv", required_argument, NULL, OPT_CSV},
-		{0},
+	    {"state", required_argument, NULL, OPT_STATE},
+	    {"trusted-uid", required_argument, NULL, OPT_TRUSTED_UID},
+	    {"help", no_argument, NULL, OPT_HELP},
+	    {"version", no_argument, NULL, OPT_VERSION},
+	    {"json", no_argument, NULL, OPT_JSON},
+	    {"lag-threshold", required_argument, NULL, OPT_LAG},
+	    {"interval", required_argument, NULL, OPT_INTERVAL},
+	    {"count", required_argument, NULL, OPT_COUNT},
+	    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+	    {"method", required_argument, NULL, OPT_METHOD},
+	    {"load", no_argument, NULL, OPT_LOAD},
+	    {"csv", required_argument, NULL, OPT_CSV},
+	    {0},
 	};
 	uint64_t v;
 	int c, li;

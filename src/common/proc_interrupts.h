@@ -13,10 +13,10 @@ enum { IPI_CAL, IPI_RES, IPI_IWI, IPI_TLB, IPI_KINDS };
 extern const char *const proc_interrupts_rows[IPI_KINDS];
 
 struct proc_interrupts {
-	int fd;     /* /proc/interrupts, or -1 */
-	char *buf;  /* the file's text, grown as needed */
+	int fd;	   /* /proc/interrupts, or -1 */
+	char *buf; /* the file's text, grown as needed */
 	size_t cap;
-	int ncols;  /* CPU columns of the latest read */
+	int ncols;    /* CPU columns of the latest read */
 	int *col_cpu; /* the CPU id of each column (offline CPUs have none) */
 };
 

@@ -46,7 +46,7 @@ struct daemon {
 	int epfd, tfd, sfd, cfd, online_fd;
 	struct notifier notify;
 	struct rate_limit credit_limit; /* --max-credit-rate, with a burst */
-	uint64_t last_credit_ns;        /* when the latest credit pass ran */
+	uint64_t last_credit_ns;	/* when the latest credit pass ran */
 	uint64_t next_watchdog_ns, next_status_ns, next_probe_ns;
 	uint64_t armed_until, tick_ns;
 	uint64_t credit_due; /* when cfd fires (absolute CLOCK_MONOTONIC), 0: not set */

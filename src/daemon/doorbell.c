@@ -114,7 +114,8 @@ void doorbell_stop(struct doorbell *d)
 		while (pthread_tryjoin_np(d->thread, NULL) == EBUSY) {
 			struct timespec ts = {0, 1000000};
 
-			syscall(SYS_futex, (uint32_t *)d->word, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+			syscall(SYS_futex, (uint32_t *)d->word, FUTEX_WAKE, INT32_MAX, NULL, NULL,
+				0);
 			nanosleep(&ts, NULL);
 		}
 		d->started = false;

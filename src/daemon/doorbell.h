@@ -13,9 +13,9 @@
 struct probes;
 
 struct doorbell {
-	uint64_t *word;        /* header.doorbell; the daemon never changes its value (0) */
-	int efd;               /* eventfd the main loop polls */
-	uint64_t rate;         /* --max-credit-rate: wake-ups per second, sustained */
+	uint64_t *word;	       /* header.doorbell; the daemon never changes its value (0) */
+	int efd;	       /* eventfd the main loop polls */
+	uint64_t rate;	       /* --max-credit-rate: wake-ups per second, sustained */
 	struct probes *probes; /* to learn and register the thread's global tid */
 	pthread_t thread;
 	bool started;

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 struct notifier {
-	int fd;               /* -1: not under a service manager */
+	int fd;		      /* -1: not under a service manager */
 	uint64_t watchdog_ns; /* $WATCHDOG_USEC for us, 0 if none; we ping every half of it */
 };
 

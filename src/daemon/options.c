@@ -8,39 +8,39 @@
 #include <string.h>
 
 const char *const barrierd_default_tracepoints[] = {
-	"irq/softirq_entry",
-	"irq_vectors/local_timer_entry",
-	"sched/sched_switch",
-	NULL,
+    "irq/softirq_entry",
+    "irq_vectors/local_timer_entry",
+    "sched/sched_switch",
+    NULL,
 };
 
 static const char usage[] =
-	"Usage: barrierd [OPTION]... [PATH [TRACEPOINT_ID]...]\n"
-	"Publish per-CPU serialising-event times for asymmetric memory barriers.\n"
-	"\n"
-	"  -s, --state PATH          state file (default " BARRIERD_DEFAULT_STATE_PATH ")\n"
-	"  -t, --tracepoint CAT/NAME evidence tracepoint; repeat for several (default:\n"
-	"                            irq/softirq_entry, irq_vectors/local_timer_entry,\n"
-	"                            sched/sched_switch).  sched/sched_switch is always\n"
-	"                            attached to track idle CPUs; it stamps only if listed\n"
-	"      --idle-credit-interval MS\n"
-	"                            while someone waits, credit an idle CPU once it has\n"
-	"                            held the global value back this long, for clients\n"
-	"                            that cannot ring the doorbell (default 10)\n"
-	"      --heartbeat-period MS heartbeat period published in the file (default 100)\n"
-	"      --max-credit-rate N   at most N idle/offline credit passes per second\n"
-	"                            sustained (bursts of up to 32 run at once), the bound\n"
-	"                            on the daemon's work under a doorbell flood\n"
-	"                            (default 1000)\n"
-	"      --always-armed        let busy CPUs signal the daemon even when nobody\n"
-	"                            waits (default: only while a waiter is seen, to keep\n"
-	"                            an unwatched daemon nearly asleep)\n"
-	"  -v, --verbose             log what is attached and every update\n"
-	"  -h, --help                show this help and exit\n"
-	"  -V, --version             show the version and exit\n"
-	"\n"
-	"The original command line, barrierd PATH ID..., is accepted too: PATH is the state\n"
-	"file and each ID a tracefs event id (events/CAT/NAME/id).\n";
+    "Usage: barrierd [OPTION]... [PATH [TRACEPOINT_ID]...]\n"
+    "Publish per-CPU serialising-event times for asymmetric memory barriers.\n"
+    "\n"
+    "  -s, --state PATH          state file (default " BARRIERD_DEFAULT_STATE_PATH ")\n"
+    "  -t, --tracepoint CAT/NAME evidence tracepoint; repeat for several (default:\n"
+    "                            irq/softirq_entry, irq_vectors/local_timer_entry,\n"
+    "                            sched/sched_switch).  sched/sched_switch is always\n"
+    "                            attached to track idle CPUs; it stamps only if listed\n"
+    "      --idle-credit-interval MS\n"
+    "                            while someone waits, credit an idle CPU once it has\n"
+    "                            held the global value back this long, for clients\n"
+    "                            that cannot ring the doorbell (default 10)\n"
+    "      --heartbeat-period MS heartbeat period published in the file (default 100)\n"
+    "      --max-credit-rate N   at most N idle/offline credit passes per second\n"
+    "                            sustained (bursts of up to 32 run at once), the bound\n"
+    "                            on the daemon's work under a doorbell flood\n"
+    "                            (default 1000)\n"
+    "      --always-armed        let busy CPUs signal the daemon even when nobody\n"
+    "                            waits (default: only while a waiter is seen, to keep\n"
+    "                            an unwatched daemon nearly asleep)\n"
+    "  -v, --verbose             log what is attached and every update\n"
+    "  -h, --help                show this help and exit\n"
+    "  -V, --version             show the version and exit\n"
+    "\n"
+    "The original command line, barrierd PATH ID..., is accepted too: PATH is the state\n"
+    "file and each ID a tracefs event id (events/CAT/NAME/id).\n";
 
 static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
@@ -73,7 +73,8 @@ static int add_tp(struct barrierd_options *o, const char *name, long id, char *e
 	struct tp_spec *t;
 
 	if (o->n_tps >= BARRIERD_MAX_TRACEPOINTS) {
-		snprintf(err, errlen, "too many tracepoints (at most %d)", BARRIERD_MAX_TRACEPOINTS);
+		snprintf(err, errlen, "too many tracepoints (at most %d)",
+			 BARRIERD_MAX_TRACEPOINTS);
 		return -EINVAL;
 	}
 	t = &o->tps[o->n_tps];
@@ -106,16 +107,16 @@ int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, 
 {
 	enum { OPT_IDLE = 256, OPT_HB, OPT_RATE, OPT_ARMED };
 	static const struct option longopts[] = {
-		{"state", required_argument, NULL, 's'},
-		{"tracepoint", required_argument, NULL, 't'},
-		{"idle-credit-interval", required_argument, NULL, OPT_IDLE},
-		{"heartbeat-period", required_argument, NULL, OPT_HB},
-		{"max-credit-rate", required_argument, NULL, OPT_RATE},
-		{"always-armed", no_argument, NULL, OPT_ARMED},
-		{"verbose", no_argument, NULL, 'v'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{0},
+	    {"state", required_argument, NULL, 's'},
+	    {"tracepoint", required_argument, NULL, 't'},
+	    {"idle-credit-interval", required_argument, NULL, OPT_IDLE},
+	    {"heartbeat-period", required_argument, NULL, OPT_HB},
+	    {"max-credit-rate", required_argument, NULL, OPT_RATE},
+	    {"always-armed", no_argument, NULL, OPT_ARMED},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {0},
 	};
 	uint64_t v;
 	int c;

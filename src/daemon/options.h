@@ -12,7 +12,7 @@
 
 struct tp_spec {
 	char name[128]; /* "category/name", or empty when given by id */
-	long id;        /* numeric tracefs id (the original command line), or -1 */
+	long id;	/* numeric tracefs id (the original command line), or -1 */
 };
 
 struct barrierd_options {
@@ -22,8 +22,8 @@ struct barrierd_options {
 	bool verbose;
 	uint64_t idle_credit_interval_ns; /* slow idle credit for clients that cannot ring */
 	uint64_t heartbeat_period_ns;
-	uint64_t max_credit_rate;         /* credit passes per second, at most */
-	bool always_armed;                /* busy CPUs signal even with no waiter */
+	uint64_t max_credit_rate; /* credit passes per second, at most */
+	bool always_armed;	  /* busy CPUs signal even with no waiter */
 };
 
 enum { OPTIONS_RUN = 0, OPTIONS_EXIT_OK = 1 };

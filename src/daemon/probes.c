@@ -44,7 +44,8 @@ int probes_load(struct probes *b, uint64_t ncpu, char *err, size_t errlen)
 			 strerror(-ret));
 		goto fail;
 	}
-	b->slots_len = ((ncpu * sizeof(struct barrierd_slot)) + (size_t)page - 1) & ~((size_t)page - 1);
+	b->slots_len =
+	    ((ncpu * sizeof(struct barrierd_slot)) + (size_t)page - 1) & ~((size_t)page - 1);
 	b->slots = mmap(NULL, b->slots_len, PROT_READ | PROT_WRITE, MAP_SHARED,
 			bpf_map__fd(b->skel->maps.slots), 0);
 	if (b->slots == MAP_FAILED) {

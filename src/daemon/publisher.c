@@ -168,9 +168,10 @@ int publisher_verify(struct publisher *p)
 	for (uint64_t c = 0; c < p->ncpu; c++) {
 		if (bd_load(&h->per_cpu[c].last_interrupt_ns) != p->ns[c] ||
 		    bd_load(&h->per_cpu[c].last_interrupt_vtime) != p->vt[c]) {
-			log_err("%s: cpu %llu holds values this daemon did not write (is the original "
-				"barrierd running on it?); refusing to share it",
-				p->sf->path, (unsigned long long)c);
+			log_err(
+			    "%s: cpu %llu holds values this daemon did not write (is the original "
+			    "barrierd running on it?); refusing to share it",
+			    p->sf->path, (unsigned long long)c);
 			return -EBUSY;
 		}
 	}

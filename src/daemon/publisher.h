@@ -27,9 +27,9 @@ struct publisher {
 	uint64_t vtime;
 	uint64_t g_ns, g_vt;
 	uint64_t *ns, *vt;
-	uint8_t *state;  /* enum barrierd_cpu_state */
-	uint8_t *kind;   /* enum barrierd_cause of each CPU's latest advance */
-	uint8_t *online; /* from the latest read of the online mask */
+	uint8_t *state;	  /* enum barrierd_cpu_state */
+	uint8_t *kind;	  /* enum barrierd_cause of each CPU's latest advance */
+	uint8_t *online;  /* from the latest read of the online mask */
 	uint8_t *changed; /* per pass: which words changed (1: ns, 2: vtime) */
 	char *online_buf; /* the online mask's text, sized for ncpu */
 	size_t online_buf_len;
@@ -37,9 +37,9 @@ struct publisher {
 	/* DESIGN rule 6: the main thread's switches, the kernel's count against the program's */
 	uint64_t rusage_base, bpf_base;
 
-	bool armed;             /* signals flow (watermark set); else watermark 0 */
-	uint64_t probe_next;    /* next per-CPU word to probe for waiters */
-	uint64_t futex_wakes;   /* statistics */
+	bool armed;	      /* signals flow (watermark set); else watermark 0 */
+	uint64_t probe_next;  /* next per-CPU word to probe for waiters */
+	uint64_t futex_wakes; /* statistics */
 };
 
 /*

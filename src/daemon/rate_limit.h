@@ -16,7 +16,7 @@
 #define BARRIERD_CREDIT_BURST 32
 
 struct rate_limit {
-	uint64_t tat;       /* theoretical arrival time of the next event (ns) */
+	uint64_t tat;	    /* theoretical arrival time of the next event (ns) */
 	uint64_t interval;  /* 1 / rate (ns) */
 	uint64_t tolerance; /* (burst - 1) x interval */
 };

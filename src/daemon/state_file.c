@@ -372,8 +372,8 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 
 		if (fcntl(sf->fd, F_OFD_SETLK, &fl)) {
 			ret = -errno;
-			snprintf(err, errlen, "another barrierd already writes %s (under another name)",
-				 path);
+			snprintf(err, errlen,
+				 "another barrierd already writes %s (under another name)", path);
 			goto fail;
 		}
 	}

@@ -22,10 +22,11 @@ int timens_check(char *err, size_t errlen)
 	while (fscanf(f, "%31s %lld %lld", name, &sec, &nsec) == 3) {
 		if (strcmp(name, "monotonic") == 0 && (sec || nsec)) {
 			fclose(f);
-			snprintf(err, errlen,
-				 "running in a time namespace with a monotonic offset of %lld.%09llds: "
-				 "published times would not match the BPF clock; refusing",
-				 sec, nsec);
+			snprintf(
+			    err, errlen,
+			    "running in a time namespace with a monotonic offset of %lld.%09llds: "
+			    "published times would not match the BPF clock; refusing",
+			    sec, nsec);
 			return -EINVAL;
 		}
 	}

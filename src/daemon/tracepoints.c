@@ -113,15 +113,17 @@ int tracepoints_resolve(const struct tp_spec *in, size_t n, struct resolved_tp *
 
 		if (in[i].id >= 0) {
 			if (!have_tfs) {
-				snprintf(err, errlen,
-					 "tracepoint id %ld: tracefs is not mounted and cannot be "
-					 "mounted, so ids cannot be resolved (use --tracepoint names)",
-					 in[i].id);
+				snprintf(
+				    err, errlen,
+				    "tracepoint id %ld: tracefs is not mounted and cannot be "
+				    "mounted, so ids cannot be resolved (use --tracepoint names)",
+				    in[i].id);
 				return -ENOENT;
 			}
 			if (lookup_id(tfs, in[i].id, r)) {
-				snprintf(err, errlen, "unknown tracepoint id %ld (no %s/events/*/*/id "
-						      "holds it)",
+				snprintf(err, errlen,
+					 "unknown tracepoint id %ld (no %s/events/*/*/id "
+					 "holds it)",
 					 in[i].id, tfs);
 				return -ENOENT;
 			}
@@ -148,11 +150,13 @@ int tracepoints_resolve(const struct tp_spec *in, size_t n, struct resolved_tp *
 			return -EINVAL;
 		}
 		if (!have_tfs && !is_default(r)) {
-			/* Without tracefs the category cannot be checked (attach is by name only). */
-			snprintf(err, errlen,
-				 "tracepoint %s/%s: tracefs is not mounted and cannot be mounted, so "
-				 "only the default tracepoints can be used",
-				 r->category, r->name);
+			/* Without tracefs the category cannot be checked (attach is by name only).
+			 */
+			snprintf(
+			    err, errlen,
+			    "tracepoint %s/%s: tracefs is not mounted and cannot be mounted, so "
+			    "only the default tracepoints can be used",
+			    r->category, r->name);
 			return -ENOENT;
 		}
 		if (have_tfs) {
@@ -161,8 +165,8 @@ int tracepoints_resolve(const struct tp_spec *in, size_t n, struct resolved_tp *
 
 			snprintf(p, sizeof(p), "%s/events/%s/%s", tfs, r->category, r->name);
 			if (stat(p, &st) != 0) {
-				snprintf(err, errlen, "unknown tracepoint %s/%s (no %s)", r->category,
-					 r->name, p);
+				snprintf(err, errlen, "unknown tracepoint %s/%s (no %s)",
+					 r->category, r->name, p);
 				return -ENOENT;
 			}
 		}

@@ -15,8 +15,8 @@ int tracefs_find(char *dir, size_t len);
 
 /*
  * Turn names and ids into category/name pairs.  Refuses unknown tracepoints and NMI-context
- * ones (the nmi category: an NMI can land between a clock read and its exchange).  0, or -errno with a
- * one-line reason in err.
+ * ones (the nmi category: an NMI can land between a clock read and its exchange).  0, or -errno
+ * with a one-line reason in err.
  */
 int tracepoints_resolve(const struct tp_spec *in, size_t n, struct resolved_tp *out, char *err,
 			size_t errlen);

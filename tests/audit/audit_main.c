@@ -55,10 +55,11 @@ struct barrier {
 	uint8_t kind, phase;
 	int rc;
 	uint64_t t_before; /* host clock before the stamp call (vtime: before its fence) */
-	uint64_t stamp;    /* the ns stamp (vtime barriers: the vtime) */
+	uint64_t stamp;	   /* the ns stamp (vtime barriers: the vtime) */
 	uint64_t t_done;   /* host clock after the wait returned */
-	int cpu;           /* where the client ran when it finished (diagnostics) */
-	/* diagnostics: credits the daemon gave CPUs 0..3 during the barrier (event, idle, offline) */
+	int cpu;	   /* where the client ran when it finished (diagnostics) */
+	/* diagnostics: credits the daemon gave CPUs 0..3 during the barrier (event, idle, offline)
+	 */
 	uint16_t credits[4][3];
 };
 
@@ -327,11 +328,12 @@ static void audit_one(const struct barrier *b, size_t idx)
 				 "(its own-CPU credit, DESIGN rule 7), which "
 				 "--brief-evidence-only does not accept");
 		}
-		violation(b, idx, "cpu %d has no event in (%llu, %llu] (%.3f us) and was not idle "
-				  "or offline in it: %s (daemon pid %d; credits to it during the "
-				  "barrier: %u event, %u idle, %u offline)",
-			  c, (unsigned long long)lo, (unsigned long long)hi, (double)(hi - lo) / 1e3,
-			  why, (int)A.h.pid, c < 4 ? b->credits[c][0] : 0,
+		violation(b, idx,
+			  "cpu %d has no event in (%llu, %llu] (%.3f us) and was not idle "
+			  "or offline in it: %s (daemon pid %d; credits to it during the "
+			  "barrier: %u event, %u idle, %u offline)",
+			  c, (unsigned long long)lo, (unsigned long long)hi,
+			  (double)(hi - lo) / 1e3, why, (int)A.h.pid, c < 4 ? b->credits[c][0] : 0,
 			  c < 4 ? b->credits[c][1] : 0, c < 4 ? b->credits[c][2] : 0);
 	}
 	A.audited[b->phase]++;
@@ -834,18 +836,18 @@ static void parse_phases(const char *s)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"daemon", required_argument, NULL, 'd'},
-		{"phases", required_argument, NULL, 'p'},
-		{"scale", required_argument, NULL, 's'},
-		{"timeout-ms", required_argument, NULL, 't'},
-		{"min-audited", required_argument, NULL, 'm'},
-		{"expect-violation", no_argument, NULL, 'x'},
-		{"stop-at-first", no_argument, NULL, 'f'},
-		{"brief-evidence-only", no_argument, NULL, 'b'},
-		{0},
+	    {"daemon", required_argument, NULL, 'd'},
+	    {"phases", required_argument, NULL, 'p'},
+	    {"scale", required_argument, NULL, 's'},
+	    {"timeout-ms", required_argument, NULL, 't'},
+	    {"min-audited", required_argument, NULL, 'm'},
+	    {"expect-violation", no_argument, NULL, 'x'},
+	    {"stop-at-first", no_argument, NULL, 'f'},
+	    {"brief-evidence-only", no_argument, NULL, 'b'},
+	    {0},
 	};
-	int (*const run[P_COUNT])(void) = {phase_stale,  phase_idle,    phase_loaded,
-					   phase_mixed,  phase_restart, phase_timens};
+	int (*const run[P_COUNT])(void) = {phase_stale, phase_idle,    phase_loaded,
+					   phase_mixed, phase_restart, phase_timens};
 	uint8_t online[AUDIT_MAX_CPUS];
 	uint64_t t0 = bd_mono_ns();
 	int c, ret;
@@ -957,8 +959,8 @@ int main(int argc, char **argv)
 			diag("AUDIT ERROR: %lu barriers did not complete", errs);
 			ret = 2;
 		} else if ((long)A.audited_total < A.min_audited) {
-			diag("AUDIT ERROR: only %lu barriers audited, %ld required", A.audited_total,
-			     A.min_audited);
+			diag("AUDIT ERROR: only %lu barriers audited, %ld required",
+			     A.audited_total, A.min_audited);
 			ret = 2;
 		} else {
 			diag("every barrier had evidence on every CPU");

@@ -23,11 +23,11 @@
 #define AUDIT_EV_LOCKED_KERNEL 4
 
 struct audit_record {
-	__u64 time;     /* bpf_ktime_get_ns(), read first thing in the probe */
-	__u64 since;    /* = time, except AUDIT_EV_LOCKED_KERNEL: the pread's entry */
+	__u64 time;  /* bpf_ktime_get_ns(), read first thing in the probe */
+	__u64 since; /* = time, except AUDIT_EV_LOCKED_KERNEL: the pread's entry */
 	__u32 cpu;
-	__u32 seq;      /* per-CPU sequence number, to prove that nothing was lost */
-	__u32 kind;     /* AUDIT_EV_* */
+	__u32 seq;	/* per-CPU sequence number, to prove that nothing was lost */
+	__u32 kind;	/* AUDIT_EV_* */
 	__u32 prev_pid; /* sched_switch only: 0 is the idle task */
 	__u32 next_pid;
 	__u32 pad;

@@ -178,29 +178,32 @@ int main(int argc, char **argv)
 		if (ret == -ENODATA)
 			continue;
 		if (ret) {
-			fprintf(stderr, "program %u: cannot read its JITed image: %s\n", progs[i].id,
-				strerror(-ret));
+			fprintf(stderr, "program %u: cannot read its JITed image: %s\n",
+				progs[i].id, strerror(-ret));
 			fail = 2;
 			continue;
 		}
 		if (!strcmp(progs[i].name, "barrierd_event")) {
 			seen_event = 1;
 			if (!progs[i].xchg_stamp) {
-				printf("FAIL barrierd_event: no xchg to slot.stamp (offset %zu): the "
-				       "stamp is a plain store (rule 1)\n",
-				       offsetof(struct barrierd_slot, stamp));
+				printf(
+				    "FAIL barrierd_event: no xchg to slot.stamp (offset %zu): the "
+				    "stamp is a plain store (rule 1)\n",
+				    offsetof(struct barrierd_slot, stamp));
 				fail = fail ? fail : 1;
 			}
 		}
 		if (!strcmp(progs[i].name, "barrierd_switch")) {
 			seen_switch = 1;
 			if (!progs[i].xchg_stamp) {
-				printf("FAIL barrierd_switch: no xchg to slot.stamp (offset %zu) (rule 1)\n",
+				printf("FAIL barrierd_switch: no xchg to slot.stamp (offset %zu) "
+				       "(rule 1)\n",
 				       offsetof(struct barrierd_slot, stamp));
 				fail = fail ? fail : 1;
 			}
 			if (!progs[i].xchg_idle) {
-				printf("FAIL barrierd_switch: no xchg to slot.idle (offset %zu): the idle "
+				printf("FAIL barrierd_switch: no xchg to slot.idle (offset %zu): "
+				       "the idle "
 				       "state is not exchanged (rule 2)\n",
 				       offsetof(struct barrierd_slot, idle));
 				fail = fail ? fail : 1;

@@ -181,7 +181,8 @@ static int on_record(void *ctx, void *data, size_t size)
 		else if (last->next_pid != 0 && e->prev_pid != last->next_pid)
 			r->untraced_switches++;
 		if (e->time < last->time)
-			rec_fail(r, "recorder %d: cpu %u: switch times go backwards (%llu after %llu)",
+			rec_fail(r,
+				 "recorder %d: cpu %u: switch times go backwards (%llu after %llu)",
 				 in->id, e->cpu, (unsigned long long)e->time,
 				 (unsigned long long)last->time);
 	}
@@ -300,10 +301,10 @@ int recorder_attach(struct recorder *r)
 	pthread_mutex_lock(&r->lock);
 	r->inst[r->n_inst++] = in;
 	in->links[0] = bpf_program__attach(in->skel->progs.audit_switch);
-	in->links[1] = bpf_program__attach_raw_tracepoint(in->skel->progs.audit_softirq,
-							  "softirq_entry");
-	in->links[2] = bpf_program__attach_raw_tracepoint(in->skel->progs.audit_timer,
-							  "local_timer_entry");
+	in->links[1] =
+	    bpf_program__attach_raw_tracepoint(in->skel->progs.audit_softirq, "softirq_entry");
+	in->links[2] =
+	    bpf_program__attach_raw_tracepoint(in->skel->progs.audit_timer, "local_timer_entry");
 	in->links[3] = bpf_program__attach(in->skel->progs.audit_sys_enter);
 	in->links[4] = bpf_program__attach(in->skel->progs.audit_sys_exit);
 	in->attach_ns = bd_mono_ns();
@@ -617,8 +618,9 @@ bool recorder_evidence(struct recorder *r, int cpu, uint64_t lo, uint64_t hi, bo
 			if (s->next_pid == 0 && end > lo)
 				return true;
 			if (end > lo)
-				snprintf(state, sizeof(state), "running pid %u since %.3f us before lo",
-					 s->next_pid, (double)(lo - s->time) / 1e3);
+				snprintf(state, sizeof(state),
+					 "running pid %u since %.3f us before lo", s->next_pid,
+					 (double)(lo - s->time) / 1e3);
 		} else if (l->offline_at_attach && l->offline_ns <= lo) {
 			/* Offline since the attach: it runs nothing until its first switch. */
 			uint64_t end = l->n_sw ? l->sw[0].time : in->cover_end;
@@ -631,11 +633,11 @@ bool recorder_evidence(struct recorder *r, int cpu, uint64_t lo, uint64_t hi, bo
 		char b[64] = "none logged", a[64] = "none logged";
 
 		if (before)
-			snprintf(b, sizeof(b), "(%s) %.3f us before lo", kinds[bkind < 5 ? bkind : 0],
-				 (double)(lo - before) / 1e3);
+			snprintf(b, sizeof(b), "(%s) %.3f us before lo",
+				 kinds[bkind < 5 ? bkind : 0], (double)(lo - before) / 1e3);
 		if (after != UINT64_MAX)
-			snprintf(a, sizeof(a), "(%s) %.3f us after hi", kinds[akind < 5 ? akind : 0],
-				 (double)(after - hi) / 1e3);
+			snprintf(a, sizeof(a), "(%s) %.3f us after hi",
+				 kinds[akind < 5 ? akind : 0], (double)(after - hi) / 1e3);
 		snprintf(why, whylen, "last event %s, next event %s, at lo the CPU was %s", b, a,
 			 state);
 	}

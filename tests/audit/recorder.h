@@ -19,7 +19,7 @@
 struct rec_ev {
 	uint64_t time;	/* first: upper_bound() finds it there */
 	uint64_t since; /* = time, but for a daemon's pread: its entry (audit_record.h) */
-	uint32_t kind;  /* AUDIT_EV_* */
+	uint32_t kind;	/* AUDIT_EV_* */
 	uint32_t pad;
 };
 
@@ -42,7 +42,8 @@ struct rec_log {
 	/* flush bookkeeping: the flush thread's switch onto this CPU, once seen */
 	bool flush_seen;
 	uint32_t flush_seq;
-	/* offline when the instance was attached: idle-equivalent from offline_ns to the first switch */
+	/* offline when the instance was attached: idle-equivalent from offline_ns to the first
+	 * switch */
 	bool offline_at_attach;
 	uint64_t offline_ns;
 };
@@ -73,7 +74,8 @@ struct recorder {
 	/* first fatal problem (lost record, switch chain broken, ...): the run cannot be audited */
 	char error[512];
 	uint64_t records;
-	uint64_t untraced_switches; /* switches away from a task that never reached the tracepoint */
+	uint64_t
+	    untraced_switches; /* switches away from a task that never reached the tracepoint */
 };
 
 /* Possible CPUs (highest id + 1) and the online mask as a byte array; 0 or -errno. */

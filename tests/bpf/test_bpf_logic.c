@@ -43,10 +43,10 @@
 #define RECORDS_MAX 64
 
 /* The condition, then a printf-style message saying what the logic got wrong. */
-#define expect_that(cond, ...)                     \
-	do {                                       \
-		if (!(cond))                       \
-			fail_msg(__VA_ARGS__);     \
+#define expect_that(cond, ...)                                                                     \
+	do {                                                                                       \
+		if (!(cond))                                                                       \
+			fail_msg(__VA_ARGS__);                                                     \
 	} while (0)
 
 static int g_ncpu;     /* possible CPUs: the slot array's size */
@@ -194,7 +194,7 @@ static int teardown(void **state)
 static int run_op(struct fixture *f, int cpu, uint64_t op, uint32_t tid, uint32_t next_pid)
 {
 	/* Always all three arguments: the program reads args[2] whatever the op. */
-	uint64_t args[3] = { op, tid, next_pid };
+	uint64_t args[3] = {op, tid, next_pid};
 	LIBBPF_OPTS(bpf_test_run_opts, opts, .ctx_in = args, .ctx_size_in = sizeof(args),
 		    .flags = BPF_F_TEST_RUN_ON_CPU, .cpu = (uint32_t)cpu);
 	int ret;
@@ -205,11 +205,11 @@ static int run_op(struct fixture *f, int cpu, uint64_t op, uint32_t tid, uint32_
 	return opts.retval == 0 ? 0 : -EPROTO;
 }
 
-#define must_run(f, cpu, op, tid, next)                                                      \
-	do {                                                                                 \
-		int r_ = run_op((f), (cpu), (op), (tid), (next));                            \
-		expect_that(r_ == 0, "BPF_PROG_TEST_RUN on CPU %d (op %d): %s", (int)(cpu),  \
-			    (int)(op), strerror(-r_));                                       \
+#define must_run(f, cpu, op, tid, next)                                                            \
+	do {                                                                                       \
+		int r_ = run_op((f), (cpu), (op), (tid), (next));                                  \
+		expect_that(r_ == 0, "BPF_PROG_TEST_RUN on CPU %d (op %d): %s", (int)(cpu),        \
+			    (int)(op), strerror(-r_));                                             \
 	} while (0)
 
 #define event(f, cpu, tid) must_run(f, cpu, OP_EVENT, tid, 0)
@@ -224,14 +224,14 @@ struct slot_view {
 static struct slot_view view_of(const struct barrierd_slot *s)
 {
 	struct slot_view v = {
-		.stamp = __atomic_load_n(&s->stamp, __ATOMIC_ACQUIRE),
-		.vtime = __atomic_load_n(&s->vtime, __ATOMIC_ACQUIRE),
-		.idle = __atomic_load_n(&s->idle, __ATOMIC_ACQUIRE),
-		.switches = __atomic_load_n(&s->switches, __ATOMIC_ACQUIRE),
-		.events = __atomic_load_n(&s->events, __ATOMIC_ACQUIRE),
-		.signals = __atomic_load_n(&s->signals, __ATOMIC_ACQUIRE),
-		.sig_stamp = __atomic_load_n(&s->sig_stamp, __ATOMIC_ACQUIRE),
-		.pad = __atomic_load_n(&s->pad, __ATOMIC_ACQUIRE),
+	    .stamp = __atomic_load_n(&s->stamp, __ATOMIC_ACQUIRE),
+	    .vtime = __atomic_load_n(&s->vtime, __ATOMIC_ACQUIRE),
+	    .idle = __atomic_load_n(&s->idle, __ATOMIC_ACQUIRE),
+	    .switches = __atomic_load_n(&s->switches, __ATOMIC_ACQUIRE),
+	    .events = __atomic_load_n(&s->events, __ATOMIC_ACQUIRE),
+	    .signals = __atomic_load_n(&s->signals, __ATOMIC_ACQUIRE),
+	    .sig_stamp = __atomic_load_n(&s->sig_stamp, __ATOMIC_ACQUIRE),
+	    .pad = __atomic_load_n(&s->pad, __ATOMIC_ACQUIRE),
 	};
 
 	return v;
@@ -309,9 +309,9 @@ static void test_event_stamps(void **state)
 		expect_others_unchanged(f, before, cpu);
 
 		/* The mmap is the daemon's view; it must agree with the syscall's. */
-		expect_that(bpf_map_lookup_elem(bpf_map__fd(f->skel->maps.slots), &key,
-						&looked_up) == 0,
-			    "bpf_map_lookup_elem(slots, %d): %s", cpu, strerror(errno));
+		expect_that(
+		    bpf_map_lookup_elem(bpf_map__fd(f->skel->maps.slots), &key, &looked_up) == 0,
+		    "bpf_map_lookup_elem(slots, %d): %s", cpu, strerror(errno));
 		looked = view_of(&looked_up);
 		expect_that(slot_equal(&looked, &s),
 			    "CPU %d: the mmaped slot differs from bpf_map_lookup_elem's", cpu);
@@ -321,7 +321,8 @@ static void test_event_stamps(void **state)
 		event(f, cpu, TID_APP);
 		s = slot_of(f, cpu);
 		expect_that(s.stamp > first,
-			    "CPU %d: second event's stamp %" PRIu64 " is not after the first %" PRIu64,
+			    "CPU %d: second event's stamp %" PRIu64
+			    " is not after the first %" PRIu64,
 			    cpu, s.stamp, first);
 		expect_that(s.events == before[cpu].events + 2,
 			    "CPU %d: events %" PRIu64 " after two events", cpu, s.events);
@@ -536,7 +537,7 @@ static void test_switch_stamps(void **state)
 		expect_that(s.idle == BARRIERD_SLOT_IDLE && s.switches == prev.switches + 1,
 			    "CPU %d: with switch_stamps = 0 the switch must still track idle", cpu);
 		expect_that(s.stamp == prev.stamp && s.events == prev.events &&
-				    s.vtime == prev.vtime && s.sig_stamp == prev.sig_stamp,
+				s.vtime == prev.vtime && s.sig_stamp == prev.sig_stamp,
 			    "CPU %d: with switch_stamps = 0 a switch stamped (stamp %" PRIu64
 			    " -> %" PRIu64 ", events %" PRIu64 " -> %" PRIu64 ")",
 			    cpu, prev.stamp, s.stamp, prev.events, s.events);
@@ -561,12 +562,14 @@ static void test_switch_stamps(void **state)
 		/* prev is idle (tid 0), not a daemon thread: it may signal. */
 		expect_signals(f, cpu, 1, "stamping switch out of idle");
 
-		/* The switching-out thread is the current one: a daemon thread's sleep is silent. */
+		/* The switching-out thread is the current one: a daemon thread's sleep is silent.
+		 */
 		prev = s;
 		sched_switch(f, cpu, TID_DAEMON, 0);
 		s = slot_of(f, cpu);
 		expect_that(s.stamp > prev.stamp && s.idle == BARRIERD_SLOT_IDLE,
-			    "CPU %d: a daemon thread's switch must still stamp and track idle", cpu);
+			    "CPU %d: a daemon thread's switch must still stamp and track idle",
+			    cpu);
 		expect_signals(f, cpu, 0, "switch with a daemon thread as prev");
 		sched_switch(f, cpu, 0, TID_APP);
 		expect_signals(f, cpu, 1, "next non-daemon switch");
@@ -601,7 +604,8 @@ static void test_main_switches(void **state)
 		f->skel->bss->main_tid = 0;
 		sched_switch(f, cpu, 0, TID_APP);
 		expect_that(*count == want,
-			    "CPU %d: with main_tid unset, an idle-task switch counted as main's", cpu);
+			    "CPU %d: with main_tid unset, an idle-task switch counted as main's",
+			    cpu);
 	}
 }
 
@@ -660,17 +664,19 @@ static void expect_xchg(const char *what, int prog_fd, bool want_idle)
 	bool stamp, idle;
 	int ret = xchg_offsets(prog_fd, &stamp, &idle, &n);
 
-	expect_that(ret == 0, "%s: cannot read the xlated instructions: %s", what,
-		    strerror(-ret));
-	expect_that(n > 0, "%s: no BPF_STX|BPF_ATOMIC|BPF_DW xchg at all: the stamp is a plain "
-			   "store, which is not evidence (rule 1)",
+	expect_that(ret == 0, "%s: cannot read the xlated instructions: %s", what, strerror(-ret));
+	expect_that(n > 0,
+		    "%s: no BPF_STX|BPF_ATOMIC|BPF_DW xchg at all: the stamp is a plain "
+		    "store, which is not evidence (rule 1)",
 		    what);
-	expect_that(stamp, "%s: %u xchg, none stores slot.stamp (offset %zu): rule 1 needs the "
-			   "stamp exchanged",
+	expect_that(stamp,
+		    "%s: %u xchg, none stores slot.stamp (offset %zu): rule 1 needs the "
+		    "stamp exchanged",
 		    what, n, offsetof(struct barrierd_slot, stamp));
 	if (want_idle)
-		expect_that(idle, "%s: no xchg stores slot.idle (offset %zu): a plain store may "
-				  "sit in the store buffer and show a stale IDLE (rule 2)",
+		expect_that(idle,
+			    "%s: no xchg stores slot.idle (offset %zu): a plain store may "
+			    "sit in the store buffer and show a stale IDLE (rule 2)",
 			    what, offsetof(struct barrierd_slot, idle));
 }
 
@@ -718,7 +724,7 @@ static void test_xchg_production(void **state)
  */
 static void test_whoami_production(void **state)
 {
-	uint64_t dummy[1] = { 0 };
+	uint64_t dummy[1] = {0};
 	LIBBPF_OPTS(bpf_test_run_opts, opts, .ctx_in = dummy, .ctx_size_in = sizeof(dummy));
 	struct barrierd_bpf *skel;
 	uint64_t got;
@@ -737,15 +743,15 @@ static void test_whoami_production(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_event_stamps, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_vtime, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_signals, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_idle_word, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_switch_stamps, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_main_switches, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_xchg_test_object, setup, teardown),
-		cmocka_unit_test(test_xchg_production),
-		cmocka_unit_test(test_whoami_production),
+	    cmocka_unit_test_setup_teardown(test_event_stamps, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_vtime, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_signals, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_idle_word, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_switch_stamps, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_main_switches, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_xchg_test_object, setup, teardown),
+	    cmocka_unit_test(test_xchg_production),
+	    cmocka_unit_test(test_whoami_production),
 	};
 	int n_online = 0, ret;
 

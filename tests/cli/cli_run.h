@@ -77,7 +77,7 @@ static inline char **cli_env(void)
  * (a pty, say) or else a pipe, stderr to a pipe.  0 or -errno.
  */
 static inline int cli_start(struct cli_proc *p, const char *const *argv, const char *stdin_path,
-				int out_fd_child)
+			    int out_fd_child)
 {
 	posix_spawn_file_actions_t fa;
 	int po[2] = {-1, -1}, pe[2], ret;
@@ -183,7 +183,7 @@ static inline void cli_finish(struct cli_proc *p, struct cli_result *r, int *ext
 		}
 		/* A pty master gives no EOF while we hold it: stop once the child is gone. */
 		if (extra_fd && *extra_fd >= 0 && p->err_fd < 0 &&
-			waitpid(p->pid, &status, WNOHANG) == p->pid) {
+		    waitpid(p->pid, &status, WNOHANG) == p->pid) {
 			while (cli_pump(p, 50, extra_fd) && *extra_fd >= 0)
 				;
 			p->pid = -1;

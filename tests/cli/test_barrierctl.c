@@ -94,37 +94,37 @@ static void status_json(const struct fake_daemon *d, const char *threshold_ms, i
 static void usage_errors(void **state)
 {
 	static const char *const cases[][6] = {
-		{NULL},
-		{"frobnicate", NULL},
-		{"--state", "/x", "status", NULL},
-		{"status", "--bogus", NULL},
-		{"status", "-q", NULL},
-		{"status", "--lag-threshold", NULL},
-		{"status", "--lag-threshold", "abc", NULL},
-		{"status", "--lag-threshold", "-5", NULL},
-		{"status", "--lag-threshold", "0", NULL},
-		{"status", "--lag-threshold", "12ms", NULL},
-		{"status", "--lag-threshold", " 7", NULL},
-		{"status", "--lag-threshold", "99999999999999999999999", NULL},
-		{"status", "extra", NULL},
-		{"status", "--timeout", "5", NULL},
-		{"status", "--state", "", NULL},
-		{"status", "--trusted-uid", "alice", NULL},
-		{"status", "--json=yes", NULL},
-		{"wait", "--timeout", "0x10", NULL},
-		{"wait", "--timeout", "", NULL},
-		{"wait", "--json", NULL},
-		{"watch", "--interval", "5", NULL},
-		{"watch", "--count", "-1", NULL},
-		{"watch", "--count", "0", NULL},
-		{"bench", "-n", "0", NULL},
-		{"bench", "-n", NULL},
-		{"bench", "-n", "2000000", NULL},
-		{"bench", "--method", "bogus", NULL},
-		{"bench", "--method", "barrierd,", NULL},
-		{"bench", "--method", "", NULL},
-		{"bench", "--csv", NULL},
-		{"help", "status", NULL},
+	    {NULL},
+	    {"frobnicate", NULL},
+	    {"--state", "/x", "status", NULL},
+	    {"status", "--bogus", NULL},
+	    {"status", "-q", NULL},
+	    {"status", "--lag-threshold", NULL},
+	    {"status", "--lag-threshold", "abc", NULL},
+	    {"status", "--lag-threshold", "-5", NULL},
+	    {"status", "--lag-threshold", "0", NULL},
+	    {"status", "--lag-threshold", "12ms", NULL},
+	    {"status", "--lag-threshold", " 7", NULL},
+	    {"status", "--lag-threshold", "99999999999999999999999", NULL},
+	    {"status", "extra", NULL},
+	    {"status", "--timeout", "5", NULL},
+	    {"status", "--state", "", NULL},
+	    {"status", "--trusted-uid", "alice", NULL},
+	    {"status", "--json=yes", NULL},
+	    {"wait", "--timeout", "0x10", NULL},
+	    {"wait", "--timeout", "", NULL},
+	    {"wait", "--json", NULL},
+	    {"watch", "--interval", "5", NULL},
+	    {"watch", "--count", "-1", NULL},
+	    {"watch", "--count", "0", NULL},
+	    {"bench", "-n", "0", NULL},
+	    {"bench", "-n", NULL},
+	    {"bench", "-n", "2000000", NULL},
+	    {"bench", "--method", "bogus", NULL},
+	    {"bench", "--method", "barrierd,", NULL},
+	    {"bench", "--method", "", NULL},
+	    {"bench", "--csv", NULL},
+	    {"help", "status", NULL},
 	};
 
 	(void)state;
@@ -138,7 +138,7 @@ static void usage_errors(void **state)
 				 a[k]);
 		bctl_rawv(&r, a);
 		if (r.code != 64 || strncmp(r.err, "barrierctl: ", 12) != 0 ||
-			cli_count(r.err, "\n") != 1 || r.out_len != 0) {
+		    cli_count(r.err, "\n") != 1 || r.out_len != 0) {
 			cli_show(&r);
 			fail_msg("barrierctl%s: want exit 64 and one line on stderr", label);
 		}
@@ -173,8 +173,7 @@ static void usage_messages_name_the_problem(void **state)
 static void help_and_version(void **state)
 {
 	static const char *const forms[][2] = {
-		{"--help", NULL},     {"-h", NULL},    {"help", NULL},
-		{"status", "--help"}, {"bench", "-h"},
+	    {"--help", NULL}, {"-h", NULL}, {"help", NULL}, {"status", "--help"}, {"bench", "-h"},
 	};
 	struct cli_result r;
 
@@ -199,41 +198,41 @@ static void help_and_version(void **state)
 static void help_agrees_with_man_page(void **state)
 {
 	static const char script[] =
-		"import json, re, sys\n"
-		"help = open(sys.argv[1]).read()\n"
-		"man = open(sys.argv[2]).read().replace('\\\\-', '-').replace('\\\\fB', '')\n"
-		"man = man.replace('\\\\fR', '').replace('\\\\fI', '')\n"
-		"doc = json.load(open(sys.argv[3]))\n"
-		"bad = []\n"
-		"h_opts = set(re.findall(r'(?<![\\w-])--[a-z][a-z-]*', help))\n"
-		"m_opts = set()\n"
-		"lines = man.split('\\n')\n"
-		"for i, l in enumerate(lines):\n"
-		"    if i and lines[i-1].startswith('.TP') and l.startswith('.B'):\n"
-		"        m_opts |= set(re.findall(r'(?<![\\w-])--[a-z][a-z-]*', l))\n"
-		"if h_opts != m_opts: bad.append('options: help %s, man %s' % (sorted(h_opts), "
-		"sorted(m_opts)))\n"
-		"h_codes = set(re.findall(r'^  (\\d+) ', help.split('Exit status:')[1], re.M))\n"
-		"sect = man.split('.SH EXIT STATUS')[1].split('.SH')[0]\n"
-		"m_codes = set(re.findall(r'^\\.TP\\n\\.B (\\d+)$', sect, re.M))\n"
-		"if h_codes != m_codes or not h_codes: bad.append('exit codes: help %s, man %s' % "
-		"(sorted(h_codes), sorted(m_codes)))\n"
-		"def keys(o):\n"
-		"    if isinstance(o, dict):\n"
-		"        for k, v in o.items():\n"
-		"            yield k\n"
-		"            yield from keys(v)\n"
-		"    elif isinstance(o, list):\n"
-		"        for v in o: yield from keys(v)\n"
-		"for k in sorted(set(keys(doc))):\n"
-		"    for name, text in (('help', help), ('man', man)):\n"
-		"        if not re.search(r'(?<![\\w])' + k + r'(?![\\w])', text):\n"
-		"            bad.append('JSON field %s missing from %s' % (k, name))\n"
-		"for m in ('barrierd', 'vtime', 'membarrier-global', 'private-expedited',\n"
-		"          'mprotect', 'global-expedited'):\n"
-		"    if m not in help or m not in man: bad.append('method ' + m)\n"
-		"print('\\n'.join(bad), file=sys.stderr)\n"
-		"sys.exit(1 if bad else 0)\n";
+	    "import json, re, sys\n"
+	    "help = open(sys.argv[1]).read()\n"
+	    "man = open(sys.argv[2]).read().replace('\\\\-', '-').replace('\\\\fB', '')\n"
+	    "man = man.replace('\\\\fR', '').replace('\\\\fI', '')\n"
+	    "doc = json.load(open(sys.argv[3]))\n"
+	    "bad = []\n"
+	    "h_opts = set(re.findall(r'(?<![\\w-])--[a-z][a-z-]*', help))\n"
+	    "m_opts = set()\n"
+	    "lines = man.split('\\n')\n"
+	    "for i, l in enumerate(lines):\n"
+	    "    if i and lines[i-1].startswith('.TP') and l.startswith('.B'):\n"
+	    "        m_opts |= set(re.findall(r'(?<![\\w-])--[a-z][a-z-]*', l))\n"
+	    "if h_opts != m_opts: bad.append('options: help %s, man %s' % (sorted(h_opts), "
+	    "sorted(m_opts)))\n"
+	    "h_codes = set(re.findall(r'^  (\\d+) ', help.split('Exit status:')[1], re.M))\n"
+	    "sect = man.split('.SH EXIT STATUS')[1].split('.SH')[0]\n"
+	    "m_codes = set(re.findall(r'^\\.TP\\n\\.B (\\d+)$', sect, re.M))\n"
+	    "if h_codes != m_codes or not h_codes: bad.append('exit codes: help %s, man %s' % "
+	    "(sorted(h_codes), sorted(m_codes)))\n"
+	    "def keys(o):\n"
+	    "    if isinstance(o, dict):\n"
+	    "        for k, v in o.items():\n"
+	    "            yield k\n"
+	    "            yield from keys(v)\n"
+	    "    elif isinstance(o, list):\n"
+	    "        for v in o: yield from keys(v)\n"
+	    "for k in sorted(set(keys(doc))):\n"
+	    "    for name, text in (('help', help), ('man', man)):\n"
+	    "        if not re.search(r'(?<![\\w])' + k + r'(?![\\w])', text):\n"
+	    "            bad.append('JSON field %s missing from %s' % (k, name))\n"
+	    "for m in ('barrierd', 'vtime', 'membarrier-global', 'private-expedited',\n"
+	    "          'mprotect', 'global-expedited'):\n"
+	    "    if m not in help or m not in man: bad.append('method ' + m)\n"
+	    "print('\\n'.join(bad), file=sys.stderr)\n"
+	    "sys.exit(1 if bad else 0)\n";
 	char help_path[PATH_MAX], json_path[PATH_MAX];
 	struct cli_result r, py;
 	FILE *f;
@@ -459,7 +458,7 @@ static void status_idle_offline_daemon_not_flagged(void **state)
 static void status_not_running(void **state)
 {
 	const uint64_t running =
-		BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION | BARRIERD_FEAT_DOORBELL;
+	    BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION | BARRIERD_FEAT_DOORBELL;
 	struct cli_result r;
 
 	(void)state;
@@ -642,7 +641,7 @@ static void watch_on_a_tty(void **state)
 	slave = open(ptsname(master), O_RDWR | O_NOCTTY | O_CLOEXEC);
 	assert_true(slave >= 0);
 	assert_int_equal(bctl_start(&p, slave, "watch", "--state", S.path, "--count", "2",
-					"--interval", "10", "--lag-threshold", "60000", NULL),
+				    "--interval", "10", "--lag-threshold", "60000", NULL),
 			 0);
 	close(slave);
 	cli_finish(&p, &r, &master);
@@ -664,7 +663,7 @@ static void watch_stops_on_signal(int sig)
 	uint64_t end;
 
 	assert_int_equal(bctl_start(&p, -1, "watch", "--state", S.path, "--interval", "20",
-					"--lag-threshold", "60000", NULL),
+				    "--lag-threshold", "60000", NULL),
 			 0);
 	/* Wait for the first table, so the signal surely reaches the watch loop. */
 	end = bd_mono_ns() + CLI_HANG_GUARD_S * TEST_SEC;
@@ -729,7 +728,7 @@ static void wait_times_out(void **state)
 static void wait_not_running(void **state)
 {
 	const uint64_t running =
-		BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION | BARRIERD_FEAT_DOORBELL;
+	    BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION | BARRIERD_FEAT_DOORBELL;
 	struct cli_result r;
 
 	(void)state;
@@ -764,7 +763,7 @@ static void bench_without_daemon(void **state)
 		/* Measured, or refused by this kernel (seccomp, nohz_full): never a crash. */
 		assert_non_null(row);
 		assert_true(strncmp(row + 18, "       3 ", 9) == 0 ||
-				strncmp(row + 18, " unavailable: ", 14) == 0);
+			    strncmp(row + 18, " unavailable: ", 14) == 0);
 	}
 	assert_null(strstr(r.out, "\nbarrierd "));
 	assert_null(strstr(r.out, "\nvtime "));
@@ -897,27 +896,27 @@ static void bench_load_spinners(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(usage_errors),
-		cmocka_unit_test(usage_messages_name_the_problem),
-		cmocka_unit_test(help_and_version),
-		cmocka_unit_test(help_agrees_with_man_page),
-		cmocka_unit_test(status_healthy),
-		cmocka_unit_test(status_degraded),
-		cmocka_unit_test(status_lag_numbers),
-		cmocka_unit_test(status_lag_against_now),
-		cmocka_unit_test(status_idle_offline_daemon_not_flagged),
-		cmocka_unit_test(status_not_running),
-		cmocka_unit_test(status_unusable),
-		cmocka_unit_test(watch_not_a_tty),
-		cmocka_unit_test(watch_on_a_tty),
-		cmocka_unit_test(watch_stops_on_sigint),
-		cmocka_unit_test(watch_stops_on_sigterm),
-		cmocka_unit_test(wait_passes),
-		cmocka_unit_test(wait_times_out),
-		cmocka_unit_test(wait_not_running),
-		cmocka_unit_test(bench_without_daemon),
-		cmocka_unit_test(bench_state_problems),
-		cmocka_unit_test(bench_load_spinners),
+	    cmocka_unit_test(usage_errors),
+	    cmocka_unit_test(usage_messages_name_the_problem),
+	    cmocka_unit_test(help_and_version),
+	    cmocka_unit_test(help_agrees_with_man_page),
+	    cmocka_unit_test(status_healthy),
+	    cmocka_unit_test(status_degraded),
+	    cmocka_unit_test(status_lag_numbers),
+	    cmocka_unit_test(status_lag_against_now),
+	    cmocka_unit_test(status_idle_offline_daemon_not_flagged),
+	    cmocka_unit_test(status_not_running),
+	    cmocka_unit_test(status_unusable),
+	    cmocka_unit_test(watch_not_a_tty),
+	    cmocka_unit_test(watch_on_a_tty),
+	    cmocka_unit_test(watch_stops_on_sigint),
+	    cmocka_unit_test(watch_stops_on_sigterm),
+	    cmocka_unit_test(wait_passes),
+	    cmocka_unit_test(wait_times_out),
+	    cmocka_unit_test(wait_not_running),
+	    cmocka_unit_test(bench_without_daemon),
+	    cmocka_unit_test(bench_state_problems),
+	    cmocka_unit_test(bench_load_spinners),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -141,7 +141,7 @@ static void bench_live(void **state)
 	assert_non_null(strstr(r.out, "\nbarrierd                20 "));
 	/* membarrier(GLOBAL) is refused under nohz_full: then it says why. */
 	assert_true(strstr(r.out, "\nmembarrier-global       20 ") != NULL ||
-			strstr(r.out, "\nmembarrier-global  unavailable: ") != NULL);
+		    strstr(r.out, "\nmembarrier-global  unavailable: ") != NULL);
 	cli_result_free(&r);
 }
 
@@ -164,9 +164,9 @@ static void after_stop(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(status_live), cmocka_unit_test(wait_live),
-		cmocka_unit_test(watch_live),  cmocka_unit_test(bench_live),
-		cmocka_unit_test(after_stop),
+	    cmocka_unit_test(status_live), cmocka_unit_test(wait_live),
+	    cmocka_unit_test(watch_live),  cmocka_unit_test(bench_live),
+	    cmocka_unit_test(after_stop),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

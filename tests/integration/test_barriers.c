@@ -74,8 +74,8 @@ static void idle_cpu_credited(int pin)
 		if (c == pin)
 			continue;
 		if (bd_load(&x->cpu[c].credit_idle) <= before[c])
-			fail_msg("cpu %ld (idle, daemon and waiter on %d) was never credited idle", c,
-				 pin);
+			fail_msg("cpu %ld (idle, daemon and waiter on %d) was never credited idle",
+				 c, pin);
 		printf("cpu %ld: %llu idle credits in 100 barriers (events %llu)\n", c,
 		       (unsigned long long)(bd_load(&x->cpu[c].credit_idle) - before[c]),
 		       (unsigned long long)bd_load(&x->cpu[c].credit_event));
@@ -109,8 +109,9 @@ static void idle_cpu0_credited(void **state)
  */
 static void watermark_stress(void **state)
 {
-	const char *extra[] = {"--always-armed", "--idle-credit-interval", "60000",
-			       "--heartbeat-period", "60000", NULL};
+	const char *extra[] = {"--always-armed", "--idle-credit-interval",
+			       "60000",		 "--heartbeat-period",
+			       "60000",		 NULL};
 	const struct barrierd_header *m;
 	pid_t spin[64];
 	int ns, worst_ms = 0;
@@ -155,11 +156,11 @@ int main(void)
 {
 	test_require_root();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(two_hundred_barriers, h_setup, h_teardown),
-		cmocka_unit_test_setup_teardown(idle_cpu1_credited, h_setup, h_teardown),
-		cmocka_unit_test_setup_teardown(idle_cpu0_credited, h_setup, h_teardown),
-		cmocka_unit_test_setup_teardown(watermark_stress, h_setup, h_teardown),
-		cmocka_unit_test_setup_teardown(original_layout_client, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(two_hundred_barriers, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(idle_cpu1_credited, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(idle_cpu0_credited, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(watermark_stress, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(original_layout_client, h_setup, h_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

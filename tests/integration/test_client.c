@@ -14,7 +14,6 @@
 
 #include "harness.h"
 
-
 static int setup(void **state)
 {
 	(void)state;
@@ -299,7 +298,8 @@ static void eight_waiters(void **state)
 /* SIGKILL: the heartbeat stops; a waiter returns within the bound, never hangs. */
 static void killed_daemon(void **state)
 {
-	struct barrierd_open_opts fb = {.sz = sizeof(fb), .fallback = BARRIERD_FALLBACK_MEMBARRIER,
+	struct barrierd_open_opts fb = {.sz = sizeof(fb),
+					.fallback = BARRIERD_FALLBACK_MEMBARRIER,
 					.fallback_after_ns = 200000000LL};
 	struct barrierd *plain, *with_fb;
 	uint64_t t0, t1;
@@ -330,12 +330,12 @@ int main(void)
 {
 	test_require_root();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(time_namespace_client, setup, teardown),
-		cmocka_unit_test_setup_teardown(time_namespace_setns_behind, setup, teardown),
-		cmocka_unit_test_setup_teardown(time_namespace_setns_ahead, setup, teardown),
-		cmocka_unit_test_setup_teardown(fork_child_without_files, setup, teardown),
-		cmocka_unit_test_setup_teardown(eight_waiters, setup, teardown),
-		cmocka_unit_test_setup_teardown(killed_daemon, setup, teardown),
+	    cmocka_unit_test_setup_teardown(time_namespace_client, setup, teardown),
+	    cmocka_unit_test_setup_teardown(time_namespace_setns_behind, setup, teardown),
+	    cmocka_unit_test_setup_teardown(time_namespace_setns_ahead, setup, teardown),
+	    cmocka_unit_test_setup_teardown(fork_child_without_files, setup, teardown),
+	    cmocka_unit_test_setup_teardown(eight_waiters, setup, teardown),
+	    cmocka_unit_test_setup_teardown(killed_daemon, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -346,16 +346,16 @@ int main(void)
 {
 	test_require_root();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(foreign_boot_reset_even_if_load_fails, h_setup,
-						h_teardown),
-		cmocka_unit_test_setup_teardown(original_daemon_file_reset, h_setup, h_teardown),
-		cmocka_unit_test_setup_teardown(restart_vtime, h_setup, h_teardown),
-		cmocka_unit_test_setup_teardown(second_instance_fails, h_setup, h_teardown),
-		cmocka_unit_test_setup_teardown(sigterm_leaves_valid_file, h_setup, h_teardown),
-		cmocka_unit_test_setup_teardown(takeover_after_stop_not_trusted, h_setup, h_teardown),
-		cmocka_unit_test_setup_teardown(bad_input, h_setup, h_teardown),
-		cmocka_unit_test_setup_teardown(detached_programs_detected, h_setup, h_teardown),
-		cmocka_unit_test_setup_teardown(no_bpf_permission, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(foreign_boot_reset_even_if_load_fails, h_setup,
+					    h_teardown),
+	    cmocka_unit_test_setup_teardown(original_daemon_file_reset, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(restart_vtime, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(second_instance_fails, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(sigterm_leaves_valid_file, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(takeover_after_stop_not_trusted, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(bad_input, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(detached_programs_detected, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(no_bpf_permission, h_setup, h_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

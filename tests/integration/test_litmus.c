@@ -70,8 +70,8 @@ static const char *const heavy_name[] = {"no-barrier", "sham usleep(1000)", "bar
 struct sb {
 	_Alignas(128) uint64_t x;
 	_Alignas(128) uint64_t y;
-	_Alignas(128) uint64_t ready_a; /* the round A reached (tag) */
-	_Alignas(128) uint64_t ready_b; /* the round B reached, | STOP_BIT at the end */
+	_Alignas(128) uint64_t ready_a;	 /* the round A reached (tag) */
+	_Alignas(128) uint64_t ready_b;	 /* the round B reached, | STOP_BIT at the end */
 	_Alignas(128) uint64_t res_a[2]; /* r1 of round i, in slot i & 1 */
 };
 
@@ -322,9 +322,9 @@ int main(void)
 {
 	test_require_root();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(sb_no_barrier),
-		cmocka_unit_test(sb_sham_sleep),
-		cmocka_unit_test(sb_barrierd),
+	    cmocka_unit_test(sb_no_barrier),
+	    cmocka_unit_test(sb_sham_sleep),
+	    cmocka_unit_test(sb_barrierd),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -16,7 +16,6 @@
 
 #include "harness.h"
 
-
 static long tracepoint_id(const char *cat, const char *name)
 {
 	const char *roots[] = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
@@ -59,7 +58,6 @@ static long long prog_run_cnt(const char *name)
 	}
 	return -1;
 }
-
 
 static int pipes[2][2];
 #define ROUNDS 10000
@@ -146,7 +144,7 @@ int main(void)
 {
 	test_require_root();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(perf_sees_the_switches, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(perf_sees_the_switches, h_setup, h_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -124,8 +124,8 @@ static void readiness_watchdog_sandbox(void **state)
 	check_sandboxed(H.pid);
 
 	/* 30 s under the sandbox: barriers, doorbell, watchdog and status keep coming. */
-	rings_before = (int)((const struct barrierd_ext *)((const char *)m + m->ext_offset))
-			       ->doorbell_rings;
+	rings_before =
+	    (int)((const struct barrierd_ext *)((const char *)m + m->ext_offset))->doorbell_rings;
 	end = bd_mono_ns() + 30ULL * 1000000000ULL;
 	while (bd_mono_ns() < end) {
 		assert_int_equal(barrierd_barrier(b, 5000000000LL), 0);
@@ -143,14 +143,16 @@ static void readiness_watchdog_sandbox(void **state)
 		else if (strncmp(msg, "STATUS=", 7) == 0)
 			statuses++;
 	}
-	printf("30 s sandboxed: %d barriers, %d WATCHDOG=1, %d STATUS=, %d doorbell rings\n",
-	       barriers, watchdogs, statuses,
-	       (int)((const struct barrierd_ext *)((const char *)m + m->ext_offset))->doorbell_rings -
-		       rings_before);
+	printf(
+	    "30 s sandboxed: %d barriers, %d WATCHDOG=1, %d STATUS=, %d doorbell rings\n", barriers,
+	    watchdogs, statuses,
+	    (int)((const struct barrierd_ext *)((const char *)m + m->ext_offset))->doorbell_rings -
+		rings_before);
 	assert_true(watchdogs >= 40); /* every 0.5 s */
 	assert_true(statuses >= 20);  /* every second */
-	assert_true(((const struct barrierd_ext *)((const char *)m + m->ext_offset))->doorbell_rings >
-		    (uint64_t)rings_before);
+	assert_true(
+	    ((const struct barrierd_ext *)((const char *)m + m->ext_offset))->doorbell_rings >
+	    (uint64_t)rings_before);
 	check_sandboxed(H.pid);
 
 	/* STOPPING=1 on SIGTERM, then a clean exit. */
@@ -171,7 +173,7 @@ int main(void)
 {
 	test_require_root();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(readiness_watchdog_sandbox, setup, teardown),
+	    cmocka_unit_test_setup_teardown(readiness_watchdog_sandbox, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

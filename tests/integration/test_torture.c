@@ -230,7 +230,8 @@ static void *writer(void *arg)
 			w->barrier_ns_sum += dt;
 			w->barrier_ns_max = dt > w->barrier_ns_max ? dt : w->barrier_ns_max;
 			if (rc) {
-				/* Without a barrier nothing may be reclaimed; try again next time. */
+				/* Without a barrier nothing may be reclaimed; try again next time.
+				 */
 				if (!w->barrier_errors)
 					w->first_error = rc;
 				w->barrier_errors++;
@@ -411,7 +412,6 @@ static void torture_barrierd(void **state)
 	assert_int_equal(total_violations(rd, nr), 0);
 }
 
-
 int main(void)
 {
 	cpu_set_t s;
@@ -429,9 +429,9 @@ int main(void)
 	if (ncpus < 2)
 		test_skip_or_fail("needs two CPUs");
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(torture_no_barrier_control),
-		cmocka_unit_test(torture_writer_mfence_control),
-		cmocka_unit_test_setup_teardown(torture_barrierd, h_setup, h_teardown),
+	    cmocka_unit_test(torture_no_barrier_control),
+	    cmocka_unit_test(torture_writer_mfence_control),
+	    cmocka_unit_test_setup_teardown(torture_barrierd, h_setup, h_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -37,9 +37,9 @@ int __real_clock_gettime(clockid_t id, struct timespec *ts);
 int __wrap_clock_gettime(clockid_t id, struct timespec *ts);
 
 static struct {
-	uint64_t now;    /* the simulated CLOCK_MONOTONIC */
-	int reads;       /* clock reads since the scenario armed exit_at */
-	int exit_at;     /* at this read the simulated CPU leaves idle (0: never) */
+	uint64_t now;	  /* the simulated CLOCK_MONOTONIC */
+	int reads;	  /* clock reads since the scenario armed exit_at */
+	int exit_at;	  /* at this read the simulated CPU leaves idle (0: never) */
 	uint64_t exit_ns; /* when it left */
 	struct barrierd_slot *slot;
 	volatile uint64_t *bss_vtime;
@@ -65,7 +65,8 @@ int __wrap_clock_gettime(clockid_t id, struct timespec *ts)
 		return __real_clock_gettime(id, ts);
 	S.now += STEP_NS;
 	if (++S.reads == S.exit_at)
-		cpu_leaves_idle(S.now - STEP_NS / 2); /* between the previous reading and this one */
+		cpu_leaves_idle(S.now -
+				STEP_NS / 2); /* between the previous reading and this one */
 	ts->tv_sec = (time_t)(S.now / 1000000000ULL);
 	ts->tv_nsec = (long)(S.now % 1000000000ULL);
 	return 0;
@@ -185,9 +186,9 @@ static int scenario_vtime_harvest(struct world *w)
 		ret = pass(w, false);
 	if (ret)
 		goto out;
-	event(w, (uint64_t)w->sim);          /* carries the vtime it loaded: V */
-	v = bd_load(&w->sf.hdr->vtime);	     /* the writer's barrierd_stamp_vtime() */
-	ret = pass(w, false);                /* folds the event */
+	event(w, (uint64_t)w->sim);	/* carries the vtime it loaded: V */
+	v = bd_load(&w->sf.hdr->vtime); /* the writer's barrierd_stamp_vtime() */
+	ret = pass(w, false);		/* folds the event */
 	published = w->sf.hdr->per_cpu[w->sim].last_interrupt_vtime;
 	if (!ret && published > v) {
 		printf("VIOLATION (rule 4): cpu %d published vtime %llu > %llu, but its only event "

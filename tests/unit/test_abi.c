@@ -67,10 +67,10 @@ static void slot_is_one_line(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(original_layout_kept),
-		cmocka_unit_test(reserved_area_fields),
-		cmocka_unit_test(extension_layout),
-		cmocka_unit_test(slot_is_one_line),
+	    cmocka_unit_test(original_layout_kept),
+	    cmocka_unit_test(reserved_area_fields),
+	    cmocka_unit_test(extension_layout),
+	    cmocka_unit_test(slot_is_one_line),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -41,7 +41,7 @@
 #define CHILD_KILLED (-100000) /* minus the signal number: the child crashed or hung */
 #define PROBE_ARG "--secure-env-probe"
 
-static char g_base[PATH_MAX / 4];  /* this run's 0755 directory */
+static char g_base[PATH_MAX / 4];   /* this run's 0755 directory */
 static unsigned g_child_alarm = 10; /* seconds: a client blocked this long is killed */
 static uint64_t g_generation = 100; /* each file gets its own, to tell which one was opened */
 
@@ -238,7 +238,7 @@ static void traversable_unreadable_dirs(void **state)
 	mkdir_mode(sub, 0755);
 	gen = make_file(file);
 	assert_int_equal(open_as_in(NOBODY, NULL, file, NULL).gen, gen); /* control */
-	assert_int_equal(chmod(dir, 0711), 0); /* an ancestor */
+	assert_int_equal(chmod(dir, 0711), 0);				 /* an ancestor */
 	r = open_as_in(NOBODY, NULL, file, NULL);
 	/*
 	 * LIBRARY BUG (lib/trust.c, chain_ok and bd_open_trusted): the directory and each ".."
@@ -668,7 +668,7 @@ static void env_var_ignored_when_setuid(void **state)
 			      st_secure);
 		skip();
 	}
-	assert_int_equal(st, 2);        /* no AT_SECURE, the env file opened */
+	assert_int_equal(st, 2); /* no AT_SECURE, the env file opened */
 	if (!(st_secure & 1)) {
 		print_message("no AT_SECURE for the set-uid probe (nosuid mount?)\n");
 		skip();

@@ -270,13 +270,13 @@ static void ncpu_huge(void **state)
 {
 	struct fx *f = *state;
 	static const uint64_t bad[] = {
-		BARRIERD_MAX_CPUS + 1ULL,
-		1ULL << 32,
-		/* ncpu * 16 wraps to 0 or to a small number: must not pass the size check. */
-		1ULL << 60,
-		(1ULL << 60) + 1,
-		UINT64_MAX / 16 + 2,
-		UINT64_MAX,
+	    BARRIERD_MAX_CPUS + 1ULL,
+	    1ULL << 32,
+	    /* ncpu * 16 wraps to 0 or to a small number: must not pass the size check. */
+	    1ULL << 60,
+	    (1ULL << 60) + 1,
+	    UINT64_MAX / 16 + 2,
+	    UINT64_MAX,
 	};
 	size_t sz;
 	void *big;
@@ -303,16 +303,16 @@ static void extension_out_of_bounds(void **state)
 	struct fx *f = *state;
 	const uint64_t good = barrierd_ext_offset(NCPU);
 	const uint64_t bad[] = {
-		0,                                      /* over the header */
-		sizeof(struct barrierd_header),         /* over the per-CPU array */
-		good - 64,                              /* ends inside the per-CPU array */
-		good + 4,                               /* misaligned */
-		good + 64,                              /* its per-CPU entries run past the end */
-		f->size - sizeof(struct barrierd_ext),  /* only the ext header fits */
-		f->size,                                /* at the very end */
-		f->size + 64,                           /* past the end */
-		UINT64_MAX & ~63ULL,                    /* offset + size wraps */
-		(UINT64_MAX & ~63ULL) - f->size,
+	    0,					   /* over the header */
+	    sizeof(struct barrierd_header),	   /* over the per-CPU array */
+	    good - 64,				   /* ends inside the per-CPU array */
+	    good + 4,				   /* misaligned */
+	    good + 64,				   /* its per-CPU entries run past the end */
+	    f->size - sizeof(struct barrierd_ext), /* only the ext header fits */
+	    f->size,				   /* at the very end */
+	    f->size + 64,			   /* past the end */
+	    UINT64_MAX & ~63ULL,		   /* offset + size wraps */
+	    (UINT64_MAX & ~63ULL) - f->size,
 	};
 
 	assert_int_equal(try_img(f), 0);
@@ -320,8 +320,8 @@ static void extension_out_of_bounds(void **state)
 		reset(f);
 		H(f)->ext_offset = bad[i];
 		if (try_img(f) != -EPROTO)
-			fail_msg("ext_offset %#llx (case %zu) accepted",
-				 (unsigned long long)bad[i], i);
+			fail_msg("ext_offset %#llx (case %zu) accepted", (unsigned long long)bad[i],
+				 i);
 	}
 	/*
 	 * Misaligned with room to spare, so that only the alignment is wrong (the extension's
@@ -344,7 +344,7 @@ static void extension_out_of_bounds(void **state)
 	 */
 	reset(f);
 	H(f)->per_cpu[0].last_interrupt_vtime =
-		sizeof(struct barrierd_ext) | (uint64_t)sizeof(struct barrierd_ext_cpu) << 32;
+	    sizeof(struct barrierd_ext) | (uint64_t)sizeof(struct barrierd_ext_cpu) << 32;
 	H(f)->ext_offset = sizeof(struct barrierd_header);
 	assert_int_equal(try_img(f), -EPROTO);
 	/* The extension's own sizes are part of the ABI too. */
@@ -485,22 +485,22 @@ static void bit_flips_never_crash(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(valid_file_opens, setup, teardown),
-		cmocka_unit_test_setup_teardown(open_bad_arguments, setup, teardown),
-		cmocka_unit_test_setup_teardown(truncated_below_header, setup, teardown),
-		cmocka_unit_test_setup_teardown(truncated_every_size, setup, teardown),
-		cmocka_unit_test_setup_teardown(truncated_per_cpu_array, setup, teardown),
-		cmocka_unit_test_setup_teardown(wrong_magic, setup, teardown),
-		cmocka_unit_test_setup_teardown(abi_versions, setup, teardown),
-		cmocka_unit_test_setup_teardown(wrong_header_size, setup, teardown),
-		cmocka_unit_test_setup_teardown(wrong_cpu_stride, setup, teardown),
-		cmocka_unit_test_setup_teardown(ncpu_zero, setup, teardown),
-		cmocka_unit_test_setup_teardown(ncpu_huge, setup, teardown),
-		cmocka_unit_test_setup_teardown(extension_out_of_bounds, setup, teardown),
-		cmocka_unit_test_setup_teardown(future_times_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(foreign_boot_id_opens, setup, teardown),
-		cmocka_unit_test_setup_teardown(reset_file_opens, setup, teardown),
-		cmocka_unit_test_setup_teardown(bit_flips_never_crash, setup, teardown),
+	    cmocka_unit_test_setup_teardown(valid_file_opens, setup, teardown),
+	    cmocka_unit_test_setup_teardown(open_bad_arguments, setup, teardown),
+	    cmocka_unit_test_setup_teardown(truncated_below_header, setup, teardown),
+	    cmocka_unit_test_setup_teardown(truncated_every_size, setup, teardown),
+	    cmocka_unit_test_setup_teardown(truncated_per_cpu_array, setup, teardown),
+	    cmocka_unit_test_setup_teardown(wrong_magic, setup, teardown),
+	    cmocka_unit_test_setup_teardown(abi_versions, setup, teardown),
+	    cmocka_unit_test_setup_teardown(wrong_header_size, setup, teardown),
+	    cmocka_unit_test_setup_teardown(wrong_cpu_stride, setup, teardown),
+	    cmocka_unit_test_setup_teardown(ncpu_zero, setup, teardown),
+	    cmocka_unit_test_setup_teardown(ncpu_huge, setup, teardown),
+	    cmocka_unit_test_setup_teardown(extension_out_of_bounds, setup, teardown),
+	    cmocka_unit_test_setup_teardown(future_times_refused, setup, teardown),
+	    cmocka_unit_test_setup_teardown(foreign_boot_id_opens, setup, teardown),
+	    cmocka_unit_test_setup_teardown(reset_file_opens, setup, teardown),
+	    cmocka_unit_test_setup_teardown(bit_flips_never_crash, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

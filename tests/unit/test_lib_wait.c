@@ -813,8 +813,8 @@ static void wait_cpus_bad_arguments(void **state)
 	assert_int_equal(barrierd_wait_cpus(f->b, s, &set, sizeof(long) + 1, 0), -EINVAL);
 	assert_int_equal(barrierd_wait_cpus(f->b, s, NULL, sizeof(set), 0), -EINVAL);
 	assert_int_equal(barrierd_wait_cpus(NULL, s, &set, sizeof(set), 0), -EINVAL);
-	assert_int_equal(
-		barrierd_wait_cpus(f->b, barrierd_open_ns(f->b), &set, sizeof(set), 0), -EINVAL);
+	assert_int_equal(barrierd_wait_cpus(f->b, barrierd_open_ns(f->b), &set, sizeof(set), 0),
+			 -EINVAL);
 	/* A smaller set than cpu_set_t is fine when it is whole longs. */
 	assert_int_equal(barrierd_wait_cpus(f->b, s, &set, sizeof(long), 0), 0);
 }

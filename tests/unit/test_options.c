@@ -121,11 +121,11 @@ static void help_and_version(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(defaults),
-		cmocka_unit_test(names_replace_defaults),
-		cmocka_unit_test(original_command_line),
-		cmocka_unit_test(bad_input),
-		cmocka_unit_test(help_and_version),
+	    cmocka_unit_test(defaults),
+	    cmocka_unit_test(names_replace_defaults),
+	    cmocka_unit_test(original_command_line),
+	    cmocka_unit_test(bad_input),
+	    cmocka_unit_test(help_and_version),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

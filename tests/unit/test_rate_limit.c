@@ -81,10 +81,10 @@ static void rate_one_no_burst(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(burst_then_rate),
-		cmocka_unit_test(flood_bound),
-		cmocka_unit_test(refills_when_quiet),
-		cmocka_unit_test(rate_one_no_burst),
+	    cmocka_unit_test(burst_then_rate),
+	    cmocka_unit_test(flood_bound),
+	    cmocka_unit_test(refills_when_quiet),
+	    cmocka_unit_test(rate_one_no_burst),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
