@@ -83,7 +83,24 @@ static inline bool heartbeat_fresh(const struct barrierd *b)
 	(void)b;
 	return true;
 #else
-	return bd_live(b, bd_clock_raw() - (uint64_t)bd_timens_current(b));
+	/*
+	 * A forked child that has not learnt its offset yet would derive it here, with system
+	 * calls: it trusts nothing until a wait does that (the safe side).  LFENCE: the clock is
+	 * read after the value and heartbeat loads that the argument puts first.
+	 */
+	uint64_t hb, now;
+
+	if (bd_timens_stale_fork(b))
+		return false;
+	hb = bd_load(&b->hdr->heartbeat_ns);
+	bd_lfence();
+	now = bd_clock_raw() - (uint64_t)bd_timens_current(b);
+	/*
+	 * A heartbeat later than our clock, read after it, is no daemon's of ours (it reads its
+	 * clock before it stores): someone wrote it to be believed for longer.  1 ms of slack for
+	 * clock reads on different CPUs.
+	 */
+	return hb <= now + 1000000ULL && bd_live(b, now);
 #endif
 }
 

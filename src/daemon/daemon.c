@@ -316,6 +316,7 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	bd_store(&h->generation, bd_load(&h->generation) + 1);
 	bd_store(&h->daemon_pid, (uint64_t)getpid());
 	bd_store(&h->heartbeat_period_ns, o->heartbeat_period_ns);
+	publisher_seal(&d->pub); /* from here on these words are checked at every pass */
 	ret = publisher_heartbeat(&d->pub, bd_mono_ns());
 	if (ret) {
 		d->foreign = true;

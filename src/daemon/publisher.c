@@ -85,6 +85,7 @@ int publisher_init(struct publisher *p, struct state_file *sf, struct barrierd_s
 	memset(p->online, 1, ncpu); /* no mask (simulations): every CPU is online */
 	if (p->online_fd >= 0 && online_mask_read(p))
 		return -EIO;
+	publisher_seal(p);
 	return 0;
 }
 
@@ -189,6 +190,7 @@ int publisher_heartbeat(struct publisher *p, uint64_t now_ns)
 	if (ret)
 		return ret;
 	bd_store(&p->sf->hdr->heartbeat_ns, now_ns);
+	p->hb_last = now_ns;
 	return 0;
 }
 
@@ -200,13 +202,45 @@ int publisher_heartbeat(struct publisher *p, uint64_t now_ns)
  * file) before a single value of it can count as evidence.  The per-CPU words too: a raised
  * one must not outlive even a kill -9 for long.  0 or -EBUSY.
  */
+/* Header words (index = offset / 8) that only we write and that no pass changes. */
+static const uint8_t sealed_words[] = {
+    0 /* ncpu */,    4 /* magic */, 5 /* abi */,      6 /* sizes */,	8 /* generation */,
+    10 /* period */, 11 /* pid */,  12 /* boot id */, 13 /* boot id */, 15 /* ext_offset */,
+};
+
+void publisher_seal(struct publisher *p)
+{
+	const uint64_t *w = (const uint64_t *)p->sf->hdr;
+
+	for (size_t i = 0; i < sizeof(sealed_words); i++)
+		p->sealed[i] = bd_load(&w[sealed_words[i]]);
+	p->sealed_ext[0] = bd_load(&p->sf->ext->ext_size);
+	p->sealed_ext[1] = bd_load((const uint64_t *)&p->sf->ext->ext_header_size);
+	p->hb_last = bd_load(&p->sf->hdr->heartbeat_ns);
+}
+
+static bool seal_holds(const struct publisher *p)
+{
+	const uint64_t *w = (const uint64_t *)p->sf->hdr;
+	const struct barrierd_ext *x = p->sf->ext;
+
+	for (size_t i = 0; i < sizeof(sealed_words); i++)
+		if (bd_load(&w[sealed_words[i]]) != p->sealed[i])
+			return false;
+	/* The stop snapshot is zero from the start's reset until our own stop. */
+	return bd_load(&x->ext_size) == p->sealed_ext[0] &&
+	       bd_load((const uint64_t *)&x->ext_header_size) == p->sealed_ext[1] &&
+	       bd_load(&x->stop_ns) == 0 && bd_load(&x->stop_vtime) == 0 &&
+	       bd_load(&p->sf->hdr->heartbeat_ns) == p->hb_last;
+}
+
 int publisher_check(struct publisher *p)
 {
 	struct barrierd_header *h = p->sf->hdr;
 
 	if (bd_load(&h->magic) != BARRIERD_MAGIC || bd_load(&h->vtime) != p->vtime ||
 	    bd_load(&h->last_interrupt_ns) != p->g_ns ||
-	    bd_load(&h->last_interrupt_vtime) != p->g_vt) {
+	    bd_load(&h->last_interrupt_vtime) != p->g_vt || !seal_holds(p)) {
 		log_err("%s holds values this daemon did not write (is the original barrierd "
 			"running on it?); refusing to share it",
 			p->sf->path);

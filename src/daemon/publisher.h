@@ -37,8 +37,15 @@ struct publisher {
 	/* DESIGN rule 6: the main thread's switches, the kernel's count against the program's */
 	uint64_t rusage_base, bpf_base;
 
-	bool armed;	      /* signals flow (watermark set); else watermark 0 */
-	uint64_t probe_next;  /* next per-CPU word to probe for waiters */
+	bool armed;	     /* signals flow (watermark set); else watermark 0 */
+	uint64_t probe_next; /* next per-CPU word to probe for waiters */
+	/*
+	 * The other words only we write (publisher_seal): layout, identity, liveness and the
+	 * stop snapshot.  A change to any of them is a foreign writer's as surely as one to a
+	 * value: a longer heartbeat period, a raised stop snapshot or a smaller ncpu would let a
+	 * later writer's values count for longer or cover fewer CPUs.
+	 */
+	uint64_t sealed[16], sealed_ext[2], hb_last;
 	uint64_t futex_wakes; /* statistics */
 };
 
@@ -78,6 +85,12 @@ long publisher_count_waiters(struct publisher *p, uint64_t max_cpus);
 
 /* Every per-CPU word still what we wrote?  0, or -EBUSY (another writer). */
 int publisher_verify(struct publisher *p);
+
+/*
+ * Record the header words only we write, as they are now (publisher_init does it; the daemon
+ * again once it has stored its generation, pid and heartbeat period).
+ */
+void publisher_seal(struct publisher *p);
 
 /* Refresh the heartbeat, once publisher_check() vouches for the file: 0 or -EBUSY. */
 int publisher_heartbeat(struct publisher *p, uint64_t now_ns);

@@ -151,6 +151,39 @@ static void killed_daemon_then_writer(void **state)
 	munmap(w, wsz);
 }
 
+/*
+ * The same after a SIGKILL, with the writer also storing a heartbeat from the future (to be
+ * believed for longer): a heartbeat later than the reader's clock is no daemon's of ours.
+ */
+static void killed_daemon_future_heartbeat(void **state)
+{
+	uint64_t ncpu = test_possible_cpus(), t;
+	struct barrierd_header *w;
+	struct barrierd *b;
+	size_t wsz;
+	int st;
+
+	(void)state;
+	b = start_and_open();
+	t = barrierd_stamp_ns(b);
+	assert_int_equal(kill(H.pid, SIGKILL), 0);
+	st = test_reap(H.pid, 10);
+	H.pid = -1;
+	assert_true(st != -1 && WIFSIGNALED(st));
+	w = test_map_rw(H.state, &wsz);
+	assert_non_null(w);
+	test_sleep_ms(500);
+	bd_store(&w->heartbeat_ns, bd_mono_ns() + 3600 * TEST_SEC);
+	for (uint64_t c = 0; c < ncpu; c++)
+		bd_store(&w->per_cpu[c].last_interrupt_ns, t + 1000);
+	bd_store(&w->last_interrupt_ns, t + 1000);
+
+	assert_false(barrierd_passed(b, t));
+	assert_int_not_equal(barrierd_wait(b, t, 200 * TEST_MS), 0);
+	barrierd_close(b);
+	munmap(w, wsz);
+}
+
 int main(void)
 {
 	test_require_root();
@@ -158,6 +191,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(next_start_carries_nothing_over, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(lowered_vtime_not_passed, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(killed_daemon_then_writer, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(killed_daemon_future_heartbeat, h_setup, h_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -625,6 +625,48 @@ static void state_file_ownership_refused(void **state)
 }
 
 /* Teardown: a daemon left frozen by a failed assertion must be able to hear SIGTERM. */
+/*
+ * The words only the daemon writes besides the values (DESIGN rule 10): a longer heartbeat
+ * period, a raised stop snapshot, a smaller ncpu or another generation would let a later
+ * writer's values count for longer or cover fewer CPUs.  Each is a foreign write: the daemon
+ * notices at its next pass or heartbeat, resets the file and exits.
+ */
+static void foreign_write_to_owned_words(void **state)
+{
+	uint64_t ncpu = test_possible_cpus();
+	const char *what[] = {"heartbeat_period_ns", "stop_ns", "ncpu", "generation"};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(what) / sizeof(what[0]); i++) {
+		struct barrierd_header *w;
+		struct barrierd *b;
+		size_t wsz;
+		long mark;
+		int st;
+
+		b = start_then_freeze();
+		w = map_rw(H.state, &wsz);
+		if (i == 0)
+			bd_store(&w->heartbeat_period_ns, 60 * TEST_SEC);
+		else if (i == 1)
+			bd_store(&test_ext_of(w, ncpu)->stop_ns, 1ULL << 62);
+		else if (i == 2)
+			bd_store(&w->ncpu, ncpu - 1);
+		else
+			bd_store(&w->generation, bd_load(&w->generation) + 1);
+		mark = h_log_mark(&H);
+		assert_int_equal(kill(H.pid, SIGCONT), 0);
+		st = wait_exit(b, 10);
+		if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) == 0)
+			fail_msg("a write to %s went unnoticed", what[i]);
+		assert_true(h_log_has_since(&H, mark, "did not write"));
+		assert_true(bd_load(&w->flags) & BARRIERD_FLAG_STOPPED);
+		assert_int_equal(bd_load(&test_ext_of(w, ncpu)->stop_ns), 0);
+		barrierd_close(b);
+		munmap(w, wsz);
+	}
+}
+
 static int teardown(void **state)
 {
 	if (H.pid > 0)
@@ -641,6 +683,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(future_values_reset, h_setup, teardown),
 	    cmocka_unit_test_setup_teardown(wrapped_vtime_reset, h_setup, teardown),
 	    cmocka_unit_test_setup_teardown(state_file_ownership_refused, h_setup, teardown),
+	    cmocka_unit_test_setup_teardown(foreign_write_to_owned_words, h_setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
