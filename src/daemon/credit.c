@@ -193,7 +193,12 @@ int credit_snapshot(struct publisher *p, struct credit *cr)
 	 * since; a ring wakes us with a switch *in*, which no count sees).
 	 */
 #ifndef BARRIERD_MUTANT_DETACH_CHECK_BEFORE_CREDIT /* mutant for tests/audit: breaks rule 6 */
-	ret = attached_after_rmws(p);
+	/* Only an IDLE read needs it: with no idle credit to give, the forced sleep is skipped. */
+	ret = 0;
+	for (uint64_t c = 0; c < p->ncpu && !ret; c++)
+		ret = p->state[c] == BARRIERD_CPU_IDLE;
+	if (ret)
+		ret = attached_after_rmws(p);
 	if (ret == -ENOLINK)
 		return ret;
 	if (ret) {

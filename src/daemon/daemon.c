@@ -428,8 +428,7 @@ static int on_tick(struct daemon *d, bool *fold)
 	 * waking them, and serve them while they wait.  A fold at each heartbeat also keeps idle
 	 * views of the file fresh.
 	 */
-	/* Half a period of slack: the timer fires on a grid, and now jitters around it. */
-	if (now + d->tick_ns / 2 >= d->next_probe_ns) {
+	if (now >= d->next_probe_ns) {
 		d->next_probe_ns = now + d->o->heartbeat_period_ns;
 		if (publisher_count_waiters(&d->pub, PROBE_CPUS) > 0)
 			arm(d, now);
