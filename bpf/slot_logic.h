@@ -57,12 +57,7 @@ static __always_inline void stamp_slot(struct barrierd_slot *slot, __u32 cpu, in
 
 	if (!daemon)
 		slot->sig_stamp = now;
-#ifdef BARRIERD_MUTANT_PLAIN_STAMP_STORE /* mutant for tests/audit: breaks rule 1 */
-	__u64 prev = slot->stamp;
-	*(volatile __u64 *)&slot->stamp = now;
-#else
 	__u64 prev = __sync_lock_test_and_set(&slot->stamp, now);
-#endif
 
 	/*
 	 * Nested runs can leave sig_stamp newer than the stamp the daemon folded; the exchange's
@@ -117,15 +112,8 @@ static __always_inline int on_switch(__u32 cpu, __u32 prev_tid, __u32 next_pid)
 		 * one and the daemon would chase itself across CPUs.
 		 */
 		stamp_slot(slot, cpu, is_daemon_tid(prev_tid) || is_daemon_tid(next_pid));
-#ifdef BARRIERD_MUTANT_IDLE_COUNTER /* mutant for tests/audit: breaks rule 2 */
-	if (next_pid == 0 && prev_tid != 0)
-		__sync_fetch_and_add(&slot->idle, 1);
-	else if (prev_tid == 0 && next_pid != 0)
-		__sync_fetch_and_sub(&slot->idle, 1);
-#else
 	__sync_lock_test_and_set(&slot->idle,
 				 next_pid == 0 ? BARRIERD_SLOT_IDLE : BARRIERD_SLOT_BUSY);
-#endif
 	return 0;
 }
 

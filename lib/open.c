@@ -94,10 +94,8 @@ static int check_times(struct barrierd *b)
 	}
 	bd_lfence();
 	now = bd_clock_raw() - (uint64_t)b->timens_off;
-#ifndef BARRIERD_MUTANT_NO_FUTURE_CHECK /* mutant for tests/audit: breaks the reboot rule */
 	if (maxv > now)
 		return -ESTALE;
-#endif
 	b->open_ns = now;
 	b->valid_after = now;
 	return 0;

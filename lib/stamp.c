@@ -10,9 +10,7 @@ BDLIB_EXPORT uint64_t barrierd_stamp_ns(const struct barrierd *b)
 	 * (the SDM's sequence; a locked instruction alone does not order RDTSC).  Only then the
 	 * clock: the stamp is later than the moment our stores became visible.
 	 */
-#ifndef BARRIERD_MUTANT_NO_STAMP_FENCE /* mutant for tests/audit: breaks rule 5 */
 	bd_stamp_fence();
-#endif
 	/*
 	 * Host time: our CLOCK_MONOTONIC minus this namespace's offset (read at open and after a
 	 * fork).  An offset that could not be known, or a retired handle (INT64_MIN), makes a
@@ -34,9 +32,6 @@ BDLIB_EXPORT uint64_t barrierd_stamp_ns(const struct barrierd *b)
 		bd_lfence();
 	} while (__atomic_load_n(&b->timens_seq, __ATOMIC_ACQUIRE) != seq);
 
-#ifdef BARRIERD_MUTANT_NO_TIMENS /* mutant for tests/audit: breaks rule 5 (time namespaces) */
-	off = 0;
-#endif
 	if (off == INT64_MIN)
 		return UINT64_MAX - 1;
 	return now - (uint64_t)off;
@@ -49,9 +44,7 @@ BDLIB_EXPORT uint64_t barrierd_stamp_vtime(const struct barrierd *b)
 	 * vtime above V from .bss ran after the daemon published it, after our load, after our
 	 * stores.
 	 */
-#ifndef BARRIERD_MUTANT_NO_STAMP_FENCE /* mutant for tests/audit: breaks rule 5 */
 	bd_mfence();
-#endif
 	return bd_load(&b->hdr->vtime);
 }
 

@@ -79,10 +79,6 @@ static inline bool seq_running(const struct seq *before, const struct seq *after
  */
 static inline bool heartbeat_fresh(const struct barrierd *b)
 {
-#ifdef BARRIERD_MUTANT_TRUST_STALE_HEARTBEAT /* mutant for tests/audit: breaks rule 10 */
-	(void)b;
-	return true;
-#else
 	/*
 	 * A forked child that has not learnt its offset yet would derive it here, with system
 	 * calls: it trusts nothing until a wait does that (the safe side).  LFENCE: the clock is
@@ -101,7 +97,6 @@ static inline bool heartbeat_fresh(const struct barrierd *b)
 	 * clock reads on different CPUs.
 	 */
 	return hb <= now + 1000000ULL && bd_live(b, now);
-#endif
 }
 
 uint64_t bd_trusted(const struct barrierd *b, const uint64_t *word, int vtime)
@@ -109,15 +104,6 @@ uint64_t bd_trusted(const struct barrierd *b, const uint64_t *word, int vtime)
 	const struct barrierd_ext *x;
 	uint64_t v, cap;
 
-#ifdef BARRIERD_MUTANT_TRUSTED_NO_SEQLOCK /* mutant for tests/audit: breaks the stop rule */
-	uint64_t f;
-
-	/* The old order: the value, then the flags alone (a restart between them is missed). */
-	v = bd_load(word);
-	f = bd_load(&b->hdr->flags);
-	if (running(f))
-		return v;
-#else
 	struct seq before, after;
 
 	seq_read(b, &before);
@@ -128,7 +114,6 @@ uint64_t bd_trusted(const struct barrierd *b, const uint64_t *word, int vtime)
 
 		return v < again ? v : again;
 	}
-#endif
 	/*
 	 * Not (or not throughout) a running daemon's value: no more than the stop snapshot.
 	 * Whatever that word holds when we load it is a global value a daemon of ours published
@@ -138,17 +123,15 @@ uint64_t bd_trusted(const struct barrierd *b, const uint64_t *word, int vtime)
 	x = bd_ext(b);
 	if (!x)
 		return 0;
-		/*
-		 * Only for ns.  A vtime stamp is a load of header.vtime, a word any writer can
-		 * lower after our daemon stopped (the original barrierd writes its own, smaller
-		 * counter): a stamp below the snapshot would then pass on values that precede it.
-		 * A clock cannot be lowered that way, so the ns cap stands; no vtime counts while
-		 * nobody of ours runs.
-		 */
-#ifndef BARRIERD_MUTANT_VTIME_STOP_CAP /* mutant for tests/audit: breaks rule 10 */
+	/*
+	 * Only for ns.  A vtime stamp is a load of header.vtime, a word any writer can
+	 * lower after our daemon stopped (the original barrierd writes its own, smaller
+	 * counter): a stamp below the snapshot would then pass on values that precede it.
+	 * A clock cannot be lowered that way, so the ns cap stands; no vtime counts while
+	 * nobody of ours runs.
+	 */
 	if (vtime)
 		return 0;
-#endif
 	cap = bd_load(vtime ? &x->stop_vtime : &x->stop_ns);
 	return v < cap ? v : cap;
 }
@@ -167,12 +150,6 @@ static bool all_above(const struct barrierd *b, const unsigned long *set, size_t
 bool bd_cpus_passed(const struct barrierd *b, const unsigned long *set, size_t nbits,
 		    uint64_t stamp_ns)
 {
-#ifdef BARRIERD_MUTANT_TRUSTED_NO_SEQLOCK /* mutant for tests/audit: breaks the stop rule */
-	/* The old order: the values, then the flags alone. */
-	if (!all_above(b, set, nbits, stamp_ns))
-		return false;
-	return running(bd_load(&b->hdr->flags));
-#else
 	struct seq before, after;
 
 	seq_read(b, &before);
@@ -183,5 +160,4 @@ bool bd_cpus_passed(const struct barrierd *b, const unsigned long *set, size_t n
 		return false;
 	/* Once more after `after` (see above): a start between the reads came after its reset. */
 	return all_above(b, set, nbits, stamp_ns);
-#endif
 }

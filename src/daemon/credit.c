@@ -156,9 +156,7 @@ int credit_snapshot(struct publisher *p, struct credit *cr)
 	 * running any task, so a clear bit read after this fence means the CPU runs nothing until
 	 * after r, and it will see v.
 	 */
-#ifndef BARRIERD_MUTANT_OFFLINE_NO_DRAIN /* mutant for tests/audit: breaks rule 3 */
 	bd_mfence();
-#endif
 	if (p->online_fd >= 0 && online_mask_read(p))
 		log_warn("cannot read the online CPU mask; no offline credit this pass");
 	for (uint64_t c = 0; c < p->ncpu; c++) {
@@ -166,33 +164,21 @@ int credit_snapshot(struct publisher *p, struct credit *cr)
 
 		if (!p->online[c])
 			continue;
-			/*
-			 * DESIGN rule 2: a locked RMW, never a plain or seq_cst load (a plain MOV).
-			 * Locked RMWs on one word are totally ordered, so if it reads IDLE, the
-			 * CPU's next exit from idle (its xchg to BUSY) comes after this RMW, after
-			 * r; and the RMW drains our store buffer, so v is visible before that CPU
-			 * runs user code.
-			 */
-#ifdef BARRIERD_MUTANT_IDLE_PLAIN_LOAD /* mutant for tests/audit: breaks rule 2 */
-		old = __atomic_load_n(&p->slots[c].idle, __ATOMIC_SEQ_CST);
-#else
+		/*
+		 * DESIGN rule 2: a locked RMW, never a plain or seq_cst load (a plain MOV).
+		 * Locked RMWs on one word are totally ordered, so if it reads IDLE, the
+		 * CPU's next exit from idle (its xchg to BUSY) comes after this RMW, after
+		 * r; and the RMW drains our store buffer, so v is visible before that CPU
+		 * runs user code.
+		 */
 		old = __atomic_fetch_add(&p->slots[c].idle, 0, __ATOMIC_SEQ_CST);
-#endif
-#ifdef BARRIERD_MUTANT_IDLE_COUNTER /* mutant for tests/audit: breaks rule 2 */
-		old = old != 0 ? BARRIERD_SLOT_IDLE : BARRIERD_SLOT_BUSY;
-#endif
 		p->state[c] = old == BARRIERD_SLOT_IDLE ? BARRIERD_CPU_IDLE : BARRIERD_CPU_BUSY;
 	}
-#ifdef BARRIERD_MUTANT_IDLE_CLOCK_AFTER_RMW /* mutant for tests/audit: breaks rule 2 */
-	cr->r = bd_mono_ns();
-	cr->v = bd_load(&h->vtime);
-#endif
 	/*
 	 * DESIGN rule 6: an IDLE read above is evidence only if the switch program was attached
 	 * after it (the check before the RMWs sees a detach only once this thread has slept
 	 * since; a ring wakes us with a switch *in*, which no count sees).
 	 */
-#ifndef BARRIERD_MUTANT_DETACH_CHECK_BEFORE_CREDIT /* mutant for tests/audit: breaks rule 6 */
 	/* Only an IDLE read needs it: with no idle credit to give, the forced sleep is skipped. */
 	ret = 0;
 	for (uint64_t c = 0; c < p->ncpu && !ret; c++)
@@ -208,7 +194,6 @@ int credit_snapshot(struct publisher *p, struct credit *cr)
 			if (p->state[c] == BARRIERD_CPU_IDLE)
 				p->state[c] = BARRIERD_CPU_BUSY;
 	}
-#endif
 	/*
 	 * DESIGN rule 7: the CPU this thread runs on executed the locked RMWs above after r (rule
 	 * 1 applied to our own event): its earlier stores were drained by them and its later

@@ -65,19 +65,14 @@ int publisher_init(struct publisher *p, struct state_file *sf, struct barrierd_s
 		maxv = umax(maxv, p->vt[c]);
 	}
 	maxv = umax(maxv, p->g_vt);
-#ifndef BARRIERD_MUTANT_ADOPT_VALUES /* mutant for tests/audit: breaks rule 9 */
 	if (p->g_ns || p->g_vt)
 		return -EBUSY;
 	for (uint64_t c = 0; c < ncpu; c++)
 		if (p->ns[c] || p->vt[c])
 			return -EBUSY;
-#endif
 	sf->own_ns = p->g_ns;
 	sf->own_vt = p->g_vt;
 	p->vtime = maxv + 1;
-#ifdef BARRIERD_MUTANT_VTIME_RESTART_LOW /* mutant for tests/audit: breaks rule 4 */
-	p->vtime = 1;
-#endif
 	/* The file first, .bss second (rule 4); nothing is attached yet. */
 	bd_store(&h->vtime, p->vtime);
 	*p->bss_vtime = p->vtime;
@@ -334,9 +329,6 @@ static void fold_cpu(struct publisher *p, uint64_t c, const struct credit *cr, i
 		nns = st;
 		k = BARRIERD_CAUSE_EVENT;
 	}
-#ifdef BARRIERD_MUTANT_VTIME_AT_HARVEST /* mutant for tests/audit: breaks rule 4 */
-	sv = st > p->ns[c] ? p->vtime : sv;
-#endif
 	nvt = umax(nvt, sv);
 	if (cr) {
 		/* DESIGN rules 2, 3 and 7: offline, idle (at the RMW), or the CPU we run on. */

@@ -105,8 +105,9 @@ static int ensure_dir(const char *path, char *err, size_t errlen)
 
 /*
  * Why the file is not one an earlier daemon of ours left this boot, or NULL.  Every start
- * resets the times anyway (DESIGN rule 9): this only says, in the log, whose file it was.  It
- * decides nothing, except in the adoption mutant.  now: our clock, read after the loads.
+ * resets the times anyway (DESIGN rule 9): this only says, in the log, whose file it was, and
+ * decides nothing (tests/audit/mutants/adopt_values.patch makes it decide).  now: our clock,
+ * read after the loads.
  */
 static const char *foreign_reason(const struct state_file *sf, const uint8_t *map, size_t size,
 				  uint64_t now)
@@ -118,10 +119,8 @@ static const char *foreign_reason(const struct state_file *sf, const uint8_t *ma
 		return size ? "too short for a barrierd header" : NULL;
 	if (h->magic != BARRIERD_MAGIC)
 		return "no barrierd magic (written by the original barrierd, or not ours)";
-#ifndef BARRIERD_MUTANT_NO_BOOT_RESET /* mutant for tests/audit: breaks the reboot rule */
 	if (memcmp(h->boot_id, sf->boot_id, 16) != 0)
 		return "written during another boot";
-#endif
 	if (h->abi_major != BARRIERD_ABI_MAJOR || h->header_size != sizeof(*h) ||
 	    h->cpu_stride != sizeof(struct barrierd_cpu) || h->ncpu != sf->ncpu ||
 	    h->ext_offset != barrierd_ext_offset(sf->ncpu) || size < barrierd_file_size(sf->ncpu))
@@ -131,19 +130,14 @@ static const char *foreign_reason(const struct state_file *sf, const uint8_t *ma
 	 * Every time we publish is a reading of this boot's clock taken before it was stored: a
 	 * later one was written by someone else (a container with a fixed boot id, a writer
 	 * that got the clock wrong).  Every vtime of ours is far below the limit: a larger one
-	 * would make our vtime wrap.  (The boot-id mutant drops the clock check too, since it is
-	 * the reboot rule's second half.)
+	 * would make our vtime wrap.
 	 */
-#ifndef BARRIERD_MUTANT_NO_BOOT_RESET /* mutant for tests/audit: breaks rule 9 */
 	if (h->heartbeat_ns > now || h->last_interrupt_ns > now || x->last_advance_ns > now ||
 	    x->stop_ns > now)
 		return "holds times later than this daemon's clock";
 	for (uint64_t c = 0; c < sf->ncpu; c++)
 		if (h->per_cpu[c].last_interrupt_ns > now)
 			return "holds times later than this daemon's clock";
-#else
-	(void)now;
-#endif
 	if (h->vtime >= BARRIERD_VTIME_LIMIT || h->last_interrupt_vtime >= BARRIERD_VTIME_LIMIT ||
 	    x->stop_vtime >= BARRIERD_VTIME_LIMIT)
 		return "holds a vtime no daemon of ours reaches";
@@ -404,21 +398,14 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 		bd_lfence();
 		now = bd_mono_ns();
 		why = foreign_reason(sf, map, (size_t)st.st_size, now);
-#ifdef BARRIERD_MUTANT_ADOPT_VALUES /* mutant for tests/audit: breaks rule 9 */
 		if (why)
-#endif
-		{
-			if (why)
-				log_warn(
-				    "resetting %s: %s; every time field zeroed, stopped flag set",
-				    path, why);
-			else
-				log_info(
-				    "%s: left by an earlier daemon of ours; times restart from "
-				    "zero, vtime above every value it held",
-				    path);
-			reset_words(map, (size_t)st.st_size);
-		}
+			log_warn("resetting %s: %s; every time field zeroed, stopped flag set",
+				 path, why);
+		else
+			log_info("%s: left by an earlier daemon of ours; times restart from zero, "
+				 "vtime above every value it held",
+				 path);
+		reset_words(map, (size_t)st.st_size);
 		munmap(map, (size_t)st.st_size);
 	}
 	close(dfd);
@@ -477,13 +464,8 @@ void state_file_set_stopped(struct state_file *sf)
 	 * taking them would hand that writer's values to every reader.  The caller checked the
 	 * file (publisher_check) just before: a difference resets it instead.
 	 */
-#ifdef BARRIERD_MUTANT_STOP_SNAPSHOT_FROM_FILE /* mutant for tests/audit: foreign values kept */
-	bd_store(&sf->ext->stop_ns, bd_load(&h->last_interrupt_ns));
-	bd_store(&sf->ext->stop_vtime, bd_load(&h->last_interrupt_vtime));
-#else
 	bd_store(&sf->ext->stop_ns, sf->own_ns);
 	bd_store(&sf->ext->stop_vtime, sf->own_vt);
-#endif
 	bd_store(&h->heartbeat_ns, bd_mono_ns());
 	state_flags_update(&h->flags, BARRIERD_FLAGS_STATE_MASK, BARRIERD_FLAG_STOPPED);
 	/* Values are unchanged: the wakes only make waiters re-check and see the flag. */
@@ -492,10 +474,6 @@ void state_file_set_stopped(struct state_file *sf)
 
 void state_file_reset_foreign(struct state_file *sf)
 {
-#ifdef BARRIERD_MUTANT_STOP_SNAPSHOT_FROM_FILE /* mutant for tests/audit: foreign values kept */
-	state_file_set_stopped(sf);
-	return;
-#endif
 	/*
 	 * The words are not ours any more, and nothing tells which are: zero them, as for a file
 	 * from another boot.  Readers of the original layout are then no longer released by the

@@ -29,11 +29,6 @@ struct state_file {
 	uint64_t own_ns, own_vt;
 };
 
-/* Mutant for tests/audit: another boot's file adopted means values adopted at all. */
-#ifdef BARRIERD_MUTANT_NO_BOOT_RESET
-#define BARRIERD_MUTANT_ADOPT_VALUES
-#endif
-
 /*
  * No vtime of ours comes near this: one pass per microsecond for 100 000 years is below 2^62.
  * A larger value in a file was written by someone else, and adopting it would let vtime wrap.

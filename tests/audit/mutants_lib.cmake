@@ -6,7 +6,7 @@
 # two loads: no black-box check sees it.  Caught by test_lib_wait's
 # restart_between_value_and_flags against the mutant library, which stops the library between
 # those two loads (tests/unit/access_hook.h) and restarts the simulated daemon there.
-audit_lib_mutant(trusted_no_seqlock BARRIERD_MUTANT_TRUSTED_NO_SEQLOCK)
+audit_lib_mutant(trusted_no_seqlock)
 audit_reuse(audit_wait-mutant-trusted_no_seqlock ${PROJECT_SOURCE_DIR}/tests/unit/test_lib_wait.c
             DAEMON barrierd LIBS barrierd_lib-mutant-trusted_no_seqlock pthread)
 audit_mutant_test(trusted_no_seqlock COMMAND ${expect} restart_between_value_and_flags
@@ -17,7 +17,7 @@ audit_mutant_test(trusted_no_seqlock COMMAND ${expect} restart_between_value_and
 # A vtime stamp is a load of header.vtime, which a writer that came after the stop can lower
 # below the snapshot: the stamp then passes on values that precede it.  Caught by
 # test_after_stop's lowered_vtime_not_passed against the mutant library.
-audit_lib_mutant(vtime_stop_cap BARRIERD_MUTANT_VTIME_STOP_CAP)
+audit_lib_mutant(vtime_stop_cap)
 audit_reuse(audit_after_stop-mutant-vtime_stop_cap ${integration_dir}/test_after_stop.c
             DAEMON barrierd LIBS barrierd_lib-mutant-vtime_stop_cap)
 audit_mutant_test(vtime_stop_cap ROOT COMMAND ${expect} lowered_vtime_not_passed
@@ -26,7 +26,7 @@ audit_mutant_test(vtime_stop_cap ROOT COMMAND ${expect} lowered_vtime_not_passed
 # Rule 10, SIGKILL: "running" read from the flag alone, without a live heartbeat.  A daemon
 # killed with SIGKILL leaves RUNNING set, and a writer that comes after it is believed for good.
 # Caught by test_after_stop's killed_daemon_then_writer against the mutant library.
-audit_lib_mutant(trust_stale_heartbeat BARRIERD_MUTANT_TRUST_STALE_HEARTBEAT)
+audit_lib_mutant(trust_stale_heartbeat)
 audit_reuse(audit_after_stop-mutant-trust_stale_heartbeat ${integration_dir}/test_after_stop.c
             DAEMON barrierd LIBS barrierd_lib-mutant-trust_stale_heartbeat)
 audit_mutant_test(trust_stale_heartbeat ROOT COMMAND ${expect} killed_daemon_then_writer
