@@ -566,7 +566,7 @@ int daemon_run(const struct barrierd_options *o)
 	d.epfd = d.tfd = d.sfd = d.cfd = d.online_fd = -1;
 	d.notify.fd = -1;
 	d.bell.efd = -1;
-	d.sf.fd = d.sf.lock_fd = -1;
+	d.sf.fd = d.sf.lock_fd = d.sf.inode_lock_fd = -1;
 	ret = setup(&d, err, sizeof(err));
 	if (ret) {
 		log_err("%s", err[0] ? err : strerror(-ret));

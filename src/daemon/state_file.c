@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -247,6 +249,166 @@ static void write_layout(struct state_file *sf)
 	bd_store(&h->magic, BARRIERD_MAGIC);
 }
 
+void state_file_inode_lock_name(char *out, size_t len, unsigned long long dev,
+				unsigned long long ino)
+{
+	snprintf(out, len, "dev-%u:%u-ino-%llu.lock", major((dev_t)dev), minor((dev_t)dev), ino);
+}
+
+/*
+ * Who holds a lock we could not take: "another barrierd (pid N)" when the pid stored in the
+ * lock file (or reported by F_OFD_GETLK) runs a barrierd, else "pid N (COMM), not a barrierd",
+ * else "an unknown holder".
+ */
+static void lock_holder(int fd, char *out, size_t len)
+{
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	char buf[32] = "", comm[64] = "", proc[64];
+	long pid = -1;
+	ssize_t n;
+
+	if (fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK && fl.l_pid > 0)
+		pid = fl.l_pid; /* a classic POSIX lock; an OFD lock reports -1 */
+	if (pid <= 0) {
+		n = pread(fd, buf, sizeof(buf) - 1, 0);
+		if (n > 0) {
+			buf[n] = 0;
+			pid = strtol(buf, NULL, 10);
+		}
+	}
+	if (pid <= 0) {
+		snprintf(out, len, "an unknown holder");
+		return;
+	}
+	snprintf(proc, sizeof(proc), "/proc/%ld/comm", pid);
+	n = read_text_file(proc, comm, sizeof(comm));
+	if (n > 0 && comm[n - 1] == '\n')
+		comm[n - 1] = 0;
+	if (n > 0 && strncmp(comm, "barrierd", 8) == 0)
+		snprintf(out, len, "another barrierd (pid %ld)", pid);
+	else if (n > 0)
+		snprintf(out, len, "pid %ld (%s), not a barrierd", pid, comm);
+	else
+		snprintf(out, len, "pid %ld (no longer running?)", pid);
+}
+
+/*
+ * The directory of the per-inode locks, opened O_PATH.  Root's daemon: BARRIERD_LOCK_DIR,
+ * created 0700, always the same one (a state file bind-mounted onto another path, in another
+ * directory, still reaches the same lock).  A daemon of another uid cannot create it: it uses
+ * the state file's directory, which must then be its own or root's and writable by no one else.
+ */
+static int open_lock_dir(int state_dfd, char *dir_name, size_t dlen, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd, ret;
+
+	if (geteuid() != 0) {
+		if (fstat(state_dfd, &st)) {
+			ret = -errno;
+			snprintf(err, errlen, "cannot stat the state file's directory: %s",
+				 strerror(-ret));
+			return ret;
+		}
+		if ((st.st_uid != 0 && st.st_uid != geteuid()) ||
+		    (st.st_mode & (S_IWGRP | S_IWOTH))) {
+			snprintf(
+			    err, errlen,
+			    "the state file's directory (uid %u, mode %04o) must be writable by "
+			    "its owner only to hold the daemon's lock (not running as root)",
+			    (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+			return -EPERM;
+		}
+		snprintf(dir_name, dlen, "the state file's directory");
+		fd = dup(state_dfd);
+		return fd < 0 ? -errno : fd;
+	}
+	snprintf(dir_name, dlen, "%s", BARRIERD_LOCK_DIR);
+	if (mkdir(BARRIERD_LOCK_DIR, 0700) && errno != EEXIST) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot create %s: %s", BARRIERD_LOCK_DIR, strerror(-ret));
+		return ret;
+	}
+	fd = open(BARRIERD_LOCK_DIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot open %s: %s%s", BARRIERD_LOCK_DIR, strerror(-ret),
+			 ret == -ENOTDIR || ret == -ELOOP ? " (not a directory: refused)" : "");
+		return ret;
+	}
+	ret = path_trust_dir_chain(fd, BARRIERD_LOCK_DIR, err, errlen);
+	if (!ret && fstat(fd, &st))
+		ret = -errno;
+	/* Not even root's sticky: whoever could create a name there could squat a lock. */
+	if (!ret && (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))) {
+		snprintf(err, errlen,
+			 "refusing %s: owned by uid %u with mode %04o, not root's 0700",
+			 BARRIERD_LOCK_DIR, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		ret = -EPERM;
+	}
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/*
+ * Single instance, per inode: an OFD write lock on a 0600 file named after the state file's
+ * (st_dev, st_ino), in a directory only root (or we) can write.  No user can open that file,
+ * so no user can hold its lock; a second daemon reaching the same inode under another name (a
+ * bind mount) finds it held.  Nothing locks the state file itself: it is world-readable, and a
+ * lock any reader can take is a lock any reader can squat.  Our pid goes into the file, so that
+ * a refused start can say who holds it.
+ */
+static int lock_inode(struct state_file *sf, int state_dfd, const struct stat *st, char *err,
+		      size_t errlen)
+{
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	char dir_name[PATH_MAX], name[NAME_MAX], lock_path[PATH_MAX + NAME_MAX + 2], who[128];
+	char pid[32];
+	int dfd, ret, n;
+
+	dfd = open_lock_dir(state_dfd, dir_name, sizeof(dir_name), err, errlen);
+	if (dfd < 0)
+		return dfd;
+	state_file_inode_lock_name(name, sizeof(name), (unsigned long long)st->st_dev,
+				   (unsigned long long)st->st_ino);
+	snprintf(lock_path, sizeof(lock_path), "%s/%s", dir_name, name);
+	sf->inode_lock_fd =
+	    openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+	ret = sf->inode_lock_fd < 0 ? -errno : 0;
+	close(dfd);
+	if (ret) {
+		snprintf(err, errlen, "cannot open lock file %s: %s%s", lock_path, strerror(-ret),
+			 ret == -ELOOP ? " (a symlink: refused)" : "");
+		return ret;
+	}
+	ret = path_trust_file(sf->inode_lock_fd, "lock file", lock_path, err, errlen);
+	if (ret)
+		return ret;
+	if (fcntl(sf->inode_lock_fd, F_OFD_SETLK, &fl)) {
+		ret = -errno;
+		if (ret == -EAGAIN || ret == -EACCES) {
+			lock_holder(sf->inode_lock_fd, who, sizeof(who));
+			snprintf(err, errlen,
+				 "%s %s %s (under another name?): it holds the lock %s", who,
+				 strncmp(who, "another barrierd", 16) == 0 ? "already serves"
+									   : "blocks",
+				 sf->path, lock_path);
+		} else {
+			snprintf(err, errlen, "cannot lock %s: %s", lock_path, strerror(-ret));
+		}
+		return ret;
+	}
+	fchmod(sf->inode_lock_fd, 0600);
+	n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+	/* Only a hint for the message above. */
+	if (ftruncate(sf->inode_lock_fd, 0) || pwrite(sf->inode_lock_fd, pid, (size_t)n, 0) != n)
+		log_warn("cannot write our pid into %s", lock_path);
+	return 0;
+}
+
 /* Split path into its directory (opened O_PATH) and its last component. */
 static int open_parent(const char *path, int *dfd, const char **base, char *err, size_t errlen)
 {
@@ -288,9 +450,11 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 	const char *why, *base;
 	char lock_base[NAME_MAX + 8];
 	int dfd = -1, ret;
+	bool created = false;
+	size_t alloc;
 
 	memset(sf, 0, sizeof(*sf));
-	sf->fd = sf->lock_fd = -1;
+	sf->fd = sf->lock_fd = sf->inode_lock_fd = -1;
 	sf->ncpu = ncpu;
 	if (strlen(path) >= sizeof(sf->path) - 8) {
 		snprintf(err, errlen, "state path too long");
@@ -341,7 +505,18 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 	}
 	fchmod(sf->lock_fd, 0600);
 
-	sf->fd = openat(dfd, base, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+	/* Created by this run or not: a file we created and cannot allocate is removed. */
+	for (int tries = 0; sf->fd < 0 && tries < 3; tries++) {
+		sf->fd = openat(dfd, base, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (sf->fd >= 0 || errno != ENOENT)
+			break;
+		sf->fd =
+		    openat(dfd, base,
+			   O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+		created = sf->fd >= 0;
+		if (sf->fd < 0 && errno != EEXIST)
+			break;
+	}
 	if (sf->fd < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot open state file %s: %s%s", path, strerror(-ret),
@@ -361,20 +536,32 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 	 * The lock file guards the path; this guards the inode, which a bind mount could reach
 	 * under another name.
 	 */
-	{
-		struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
-
-		if (fcntl(sf->fd, F_OFD_SETLK, &fl)) {
-			ret = -errno;
-			snprintf(err, errlen,
-				 "another barrierd already writes %s (under another name)", path);
-			goto fail;
-		}
-	}
+	ret = lock_inode(sf, dfd, &st, err, errlen);
+	if (ret)
+		goto fail;
 	/* Readable by everyone, writable by us only: clients refuse anything looser. */
 	if (fchmod(sf->fd, 0644)) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot chmod %s: %s", path, strerror(-ret));
+		goto fail;
+	}
+
+	sf->size = barrierd_file_size(ncpu);
+	alloc = (size_t)st.st_size > sf->size ? (size_t)st.st_size : sf->size;
+	/*
+	 * Every block of the file before any mapping touches it: on a full file system a sparse
+	 * file maps, then faults (SIGBUS) in us and in every client that maps it.  Allocating
+	 * never shrinks a file and changes no byte of it; on ENOSPC a file is not grown.
+	 */
+	ret = posix_fallocate(sf->fd, 0, (off_t)alloc);
+	if (ret) {
+		snprintf(err, errlen, "cannot allocate %zu bytes for %s: %s%s", alloc, path,
+			 strerror(ret),
+			 created ? " (the new file is removed)"
+				 : " (the file is left as it was, not mapped)");
+		ret = -ret;
+		if (created && unlinkat(dfd, base, 0))
+			log_warn("cannot remove %s: %m", path);
 		goto fail;
 	}
 
@@ -411,8 +598,10 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 	close(dfd);
 	dfd = -1;
 
-	/* Grow if needed, never shrink: a reader mapping the old size would fault. */
-	sf->size = barrierd_file_size(ncpu);
+	/*
+	 * Grow if needed (posix_fallocate above already did), never shrink: a reader mapping the
+	 * old size would fault.
+	 */
 	if ((size_t)st.st_size < sf->size && ftruncate(sf->fd, (off_t)sf->size)) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot size %s: %s", path, strerror(-ret));
@@ -495,7 +684,9 @@ void state_file_close(struct state_file *sf)
 	sf->ext = NULL;
 	if (sf->fd >= 0)
 		close(sf->fd);
+	if (sf->inode_lock_fd >= 0)
+		close(sf->inode_lock_fd); /* releases the OFD lock (the last descriptor) */
 	if (sf->lock_fd >= 0)
 		close(sf->lock_fd); /* releases the flock */
-	sf->fd = sf->lock_fd = -1;
+	sf->fd = sf->lock_fd = sf->inode_lock_fd = -1;
 }

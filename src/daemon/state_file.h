@@ -14,6 +14,8 @@
 struct state_file {
 	int fd;
 	int lock_fd;
+	/* The lock keyed on the state file's (st_dev, st_ino): see state_file.c. */
+	int inode_lock_fd;
 	char path[PATH_MAX];
 	char lock_path[PATH_MAX + 8];
 	struct barrierd_header *hdr;
@@ -69,6 +71,16 @@ void state_file_set_stopped(struct state_file *sf);
 void state_file_reset_foreign(struct state_file *sf);
 
 void state_file_close(struct state_file *sf);
+
+/*
+ * Where root's daemons keep their per-inode locks (one empty 0600 file per state file inode,
+ * named after its device and inode): a directory only root can write.
+ */
+#define BARRIERD_LOCK_DIR "/run/barrierd-locks"
+
+/* The name of the per-inode lock of a state file (dev, ino) in its lock directory. */
+void state_file_inode_lock_name(char *out, size_t len, unsigned long long dev,
+				unsigned long long ino);
 
 /* FUTEX_WAKE (shared: clients map the file from other processes) on a word's low half. */
 int futex_wake_word(uint64_t *word);
