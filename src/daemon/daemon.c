@@ -600,7 +600,8 @@ int daemon_run(const struct barrierd_options *o)
 		state_file_reset_foreign(&d.sf);
 	} else if (d.sf.hdr) {
 		/* Valid but stopped: values stay (they are true), clients see no one publishes. */
-		state_file_set_stopped(&d.sf);
+		/* What we published; nothing, if the publisher never started (zeros: the reset). */
+		state_file_set_stopped(&d.sf, d.pub.ns ? d.pub.g_ns : 0, d.pub.ns ? d.pub.g_vt : 0);
 	}
 	probes_destroy(&d.probes);
 	publisher_free(&d.pub);

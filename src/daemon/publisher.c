@@ -70,8 +70,6 @@ int publisher_init(struct publisher *p, struct state_file *sf, struct barrierd_s
 	for (uint64_t c = 0; c < ncpu; c++)
 		if (p->ns[c] || p->vt[c])
 			return -EBUSY;
-	sf->own_ns = p->g_ns;
-	sf->own_vt = p->g_vt;
 	p->vtime = maxv + 1;
 	/* The file first, .bss second (rule 4); nothing is attached yet. */
 	bd_store(&h->vtime, p->vtime);
@@ -404,12 +402,10 @@ static void publish_globals(struct publisher *p, struct fold *f, bool credit)
 		bd_store(&x->last_advance_cause, p->kind[f->min_cpu] | (f->min_cpu << 8));
 		bd_store(&h->last_interrupt_ns, f->gns);
 		p->g_ns = f->gns;
-		p->sf->own_ns = f->gns;
 	}
 	if (f->vt_advanced) {
 		bd_store(&h->last_interrupt_vtime, f->gvt);
 		p->g_vt = f->gvt;
-		p->sf->own_vt = f->gvt;
 	}
 	bd_store(&x->passes, bd_load(&x->passes) + 1);
 	if (credit)

@@ -642,7 +642,7 @@ static void wake_all(struct state_file *sf)
 	}
 }
 
-void state_file_set_stopped(struct state_file *sf)
+void state_file_set_stopped(struct state_file *sf, uint64_t g_ns, uint64_t g_vt)
 {
 	struct barrierd_header *h = sf->hdr;
 
@@ -653,8 +653,8 @@ void state_file_set_stopped(struct state_file *sf)
 	 * taking them would hand that writer's values to every reader.  The caller checked the
 	 * file (publisher_check) just before: a difference resets it instead.
 	 */
-	bd_store(&sf->ext->stop_ns, sf->own_ns);
-	bd_store(&sf->ext->stop_vtime, sf->own_vt);
+	bd_store(&sf->ext->stop_ns, g_ns);
+	bd_store(&sf->ext->stop_vtime, g_vt);
 	bd_store(&h->heartbeat_ns, bd_mono_ns());
 	state_flags_update(&h->flags, BARRIERD_FLAGS_STATE_MASK, BARRIERD_FLAG_STOPPED);
 	/* Values are unchanged: the wakes only make waiters re-check and see the flag. */

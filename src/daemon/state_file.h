@@ -23,12 +23,6 @@ struct state_file {
 	size_t size;
 	uint64_t ncpu;
 	uint8_t boot_id[16];
-	/*
-	 * The global values this daemon vouches for: zero after the start's reset, then what the
-	 * publisher last published.  The stop snapshot is
-	 * taken from these, never from the file, which a foreign writer may have raised.
-	 */
-	uint64_t own_ns, own_vt;
 };
 
 /*
@@ -59,9 +53,10 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 
 /*
  * Mark the file stopped (no daemon publishes) and wake every waiter so it notices.  The stop
- * snapshot is what this daemon last published (sf->own_*), not what the file holds.
+ * snapshot is g_ns, g_vt: the global values this daemon last published (0 if it published
+ * nothing since the start's reset), never what the file holds.
  */
-void state_file_set_stopped(struct state_file *sf);
+void state_file_set_stopped(struct state_file *sf, uint64_t g_ns, uint64_t g_vt);
 
 /*
  * Another writer changed the file under us: reset it as a foreign file (every time zeroed,

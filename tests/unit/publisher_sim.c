@@ -116,7 +116,7 @@ static int world_open(struct world *w, bool fresh)
 static void world_close(struct world *w, bool remove)
 {
 	publisher_heartbeat(&w->p, S.now);
-	state_file_set_stopped(&w->sf);
+	state_file_set_stopped(&w->sf, w->p.g_ns, w->p.g_vt);
 	publisher_free(&w->p);
 	state_file_close(&w->sf);
 	if (remove) {

@@ -69,7 +69,7 @@ static void stop_survives_concurrent_arming(void **state)
 		__atomic_fetch_or(&sf.hdr->flags, BARRIERD_FLAG_RUNNING, __ATOMIC_SEQ_CST);
 		for (volatile int k = rand() % 512; k > 0; k--)
 			;
-		state_file_set_stopped(&sf);
+		state_file_set_stopped(&sf, p.g_ns, p.g_vt);
 		/* Let the other thread finish the arm or disarm it was in, and one more. */
 		r = __atomic_load_n(&t.rounds, __ATOMIC_ACQUIRE);
 		while (__atomic_load_n(&t.rounds, __ATOMIC_ACQUIRE) < r + 2)
