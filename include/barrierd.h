@@ -227,7 +227,22 @@ struct barrierd_open_opts {
 	int fallback;		   /* enum barrierd_fallback */
 	int64_t fallback_after_ns; /* a wait not passed after this long falls back (<= 0: 100 ms);
 				      a dead or stopped daemon falls back at once */
+	unsigned flags;		   /* BARRIERD_OPEN_* (read only when sz covers it) */
 };
+
+/*
+ * The file does not exist yet (a program started before barrierd, at boot): instead of
+ * -ENOENT, barrierd_open_opts() returns a handle without a file, which maps the file (with
+ * every check of an open) as soon as a call finds it there.  Until then: waits and barriers
+ * take the fallback at once if the handle has one, or else sleep one liveness bound (300 ms;
+ * less with a shorter timeout), look for the file once more and, if it is still missing,
+ * return -ESTALE; a barrierd_barrier() that finds it goes on with a fresh stamp.  A stamp
+ * taken before the file was mapped can only be served by the fallback (-ESTALE without), and
+ * barrierd_stamp_vtime() returns UINT64_MAX, which likewise.  barrierd_passed() and
+ * barrierd_live() are false, barrierd_mapping() is NULL, and barrierd_request() looks for the
+ * file (-ENOENT while it is missing).  Lookups are at most one per 10 ms per handle.
+ */
+#define BARRIERD_OPEN_ATTACH_LATER 0x1u
 
 /*
  * barrierd_open - check, validate and map the state file read-only.
@@ -241,7 +256,8 @@ struct barrierd_open_opts {
  * until a wait or barrierd_request() finds the extension and maps it.
  * Returns 0 and *out; -EPERM (untrusted, or a chain deeper than 4096 directories), -EPROTO (not
  * a barrierd v1 file; no /proc; a time namespace whose offset cannot be known), -ESTALE (times
- * from the future), -EINVAL (bad arguments), -ENOENT, -ENOMEM and other open(2)/mmap(2) errors.
+ * from the future), -EINVAL (bad arguments, unknown flags), -ENOENT (no file, and no
+ * BARRIERD_OPEN_ATTACH_LATER), -ENOMEM and other open(2)/mmap(2) errors.
  */
 int barrierd_open(struct barrierd **out, const char *path);
 int barrierd_open_opts(struct barrierd **out, const char *path,
@@ -269,7 +285,8 @@ uint64_t barrierd_stamp_vtime(const struct barrierd *b);
  * should call barrierd_request() once, or an idle machine may never produce any.  A value is
  * believed only if the daemon's flags and generation, read before and after it, show one
  * running daemon; otherwise no more than the stop snapshot (nothing, before barrierd_request()
- * or a wait has found the extension of a file opened without one).
+ * or a wait has found the extension of a file opened without one).  Like every call, its loads
+ * fault (SIGBUS) if root truncates the file under them; the daemon never does (docs/CLIENT.md).
  */
 bool barrierd_passed(const struct barrierd *b, uint64_t stamp_ns);
 bool barrierd_passed_vtime(const struct barrierd *b, uint64_t vtime);
@@ -281,10 +298,17 @@ bool barrierd_passed_vtime(const struct barrierd *b, uint64_t vtime);
  * While only the daemon's armed flag keeps it from ringing, the sleep also watches the low half
  * of header.flags (futex_waitv), so a disarm is seen at once; without futex_waitv such sleeps
  * last at most 1 ms.  timeout_ns < 0 waits without a deadline, still re-checking the daemon's
- * liveness every few milliseconds.
- * Returns 0 (passed); -ETIMEDOUT; -ESTALE (no live daemon and no fallback; or the process
- * changed time namespace since the stamp); -EINVAL (stamp at or below barrierd_open_ns(), bad
- * arguments); -EPROTO (namespace offset unknown); with BARRIERD_FALLBACK_MEMBARRIER, the
+ * liveness every few milliseconds.  A wait that finds no live daemon (stopped, or its
+ * heartbeat older than the liveness bound) and has no fallback backs off: it sleeps on the
+ * heartbeat and flags words for one more liveness bound (300 ms by default), never past its
+ * deadline, goes on if the daemon comes back, and returns -ESTALE only then, so a caller that
+ * retries on -ESTALE does not spin.  No sleep it asks for ends after its deadline.
+ * Returns 0 (passed); -ETIMEDOUT; -ESTALE (no live daemon for that back-off, or at the
+ * deadline, and no fallback; or the process changed time namespace since the stamp); -EIDRM
+ * (no live daemon, and the state file was removed, replaced or truncated under the handle: it
+ * never will be live again; close it and open the file anew); -EINVAL (stamp at or below
+ * barrierd_open_ns(), bad arguments); -EPROTO (namespace offset unknown); with
+ * BARRIERD_FALLBACK_MEMBARRIER, the
  * result of membarrier(MEMBARRIER_CMD_GLOBAL): 0, or its error (-EINVAL under nohz_full,
  * -EPERM/-ENOSYS under seccomp), never a success it did not get.
  */
@@ -308,7 +332,8 @@ int barrierd_barrier(struct barrierd *b, int64_t timeout_ns);
 
 /*
  * Ring the doorbell without sleeping: the daemon credits idle and offline CPUs and starts
- * listening to busy ones.  For pollers of barrierd_passed().  0, or -errno of FUTEX_WAKE.
+ * listening to busy ones.  For pollers of barrierd_passed().  0, or -errno of FUTEX_WAKE;
+ * -ENOENT (or the open's error) while an attach-later handle has no file.
  */
 int barrierd_request(struct barrierd *b);
 

@@ -24,6 +24,12 @@ BDLIB_EXPORT int barrierd_request(struct barrierd *b)
 {
 	int r;
 
+	/* An attach-later handle without its file: look for it (a poller's way to attach). */
+	if (!bd_hdr(b)) {
+		r = bd_attach(b);
+		if (r)
+			return r;
+	}
 	/* After a fork, barrierd_passed() is false until the offset is learnt: learn it here. */
 	if (bd_timens_stale_fork(b))
 		(void)bd_timens_current(b);

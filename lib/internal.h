@@ -12,7 +12,12 @@
 #define BDLIB_EXPORT __attribute__((visibility("default")))
 
 struct barrierd {
-	const struct barrierd_header *hdr; /* read-only shared mapping */
+	/*
+	 * The read-only shared mapping.  NULL while a BARRIERD_OPEN_ATTACH_LATER handle waits for
+	 * its file: set once (bd_map_file, release, after every field it vouches for); entry
+	 * points load it with bd_hdr() (acquire) before they touch anything of the file.
+	 */
+	const struct barrierd_header *hdr;
 	/*
 	 * NULL while the file has no extension.  Set once, when the feature bit appears
 	 * (bd_ext_refresh, release); read it with bd_ext() (acquire), never directly.
@@ -23,6 +28,9 @@ struct barrierd {
 	int ext_busy;	  /* __atomic: one thread at a time in bd_ext_refresh (a trylock) */
 	const void *map2; /* the longer mapping the extension needed, or NULL; unmapped at close */
 	size_t size2;
+	char *path;   /* the file's absolute path at open (realpath), or NULL: see bd_file_moved */
+	uint64_t dev; /* and its identity */
+	uint64_t ino;
 	uint64_t ncpu;
 	uint64_t open_ns;     /* host CLOCK_MONOTONIC at open: stamps must be later */
 	int64_t timens_off;   /* this process's CLOCK_MONOTONIC offset (updated atomically) */
@@ -34,7 +42,21 @@ struct barrierd {
 	unsigned fork_gen;    /* bd_fork_gen when timens_off was read */
 	int fallback;
 	int64_t fallback_after_ns;
+	uid_t trusted_uid; /* the open options' trust, for a later attach */
+	int trusted_uid_set;
+	/* Attach later (lib/attach.c): the path to map once it exists, or NULL. */
+	char *late_path;
+	uint64_t
+	    created_ns;	 /* host time at open: stamps after it, before open_ns, predate the file */
+	int attach_busy; /* __atomic: one attach at a time (a trylock) */
+	uint64_t attach_next_ns; /* __atomic: no attempt before this host time */
 };
+
+/* The mapping, or NULL while an attach-later handle has no file: acquire (see struct). */
+static inline const struct barrierd_header *bd_hdr(const struct barrierd *b)
+{
+	return __atomic_load_n(&b->hdr, __ATOMIC_ACQUIRE);
+}
 
 /* The extension, or NULL: acquire, pairing with the release in bd_ext_refresh. */
 static inline const struct barrierd_ext *bd_ext(const struct barrierd *b)
@@ -109,6 +131,35 @@ bool bd_timens_stale_fork(const struct barrierd *b);
 int bd_open_trusted(const char *path, uid_t trusted_uid, int trusted_uid_set, int *fd_out);
 
 /*
+ * Open, check and map the file at path into b (trust, structure, times from this boot), then
+ * publish the mapping (hdr last, release).  0 or -errno; -ENOENT when the file or a directory
+ * of its path does not exist (yet).
+ */
+int bd_map_file(struct barrierd *b, const char *path);
+
+/* A handle without a file yet (BARRIERD_OPEN_ATTACH_LATER): remember where to look.  0 or -ENOMEM.
+ */
+int bd_attach_later(struct barrierd *b, const char *path);
+
+/*
+ * An attach-later handle's attempt to map its file: 0 once mapped (by this call or before),
+ * -ENOENT while it is not there (or another thread is trying, or the last try was under
+ * 10 ms ago: nobody waits for an attempt), or bd_map_file()'s error.
+ */
+int bd_attach(struct barrierd *b);
+
+/*
+ * A wait on a handle with no file: the fallback if the handle has one; otherwise a back-off of
+ * one default liveness bound within timeout_ns, then one more attempt.  1 if the file was
+ * mapped by then (*left_ns: the time left of timeout_ns, < 0 for none), else membarrier's
+ * result, -ESTALE or an attach error.
+ */
+int bd_detached_wait(struct barrierd *b, int64_t timeout_ns, int64_t *left_ns);
+
+/* What a wait for a stamp taken before the file was mapped gets: the fallback, or -ESTALE. */
+int bd_before_attach(struct barrierd *b);
+
+/*
  * Structure checks of a mapped file: 0 or -EPROTO.  *ncpu is the one value of ncpu that was
  * checked: callers must use it, never load the field again (a reset may change it under us).
  */
@@ -127,6 +178,15 @@ int bd_ring(const struct barrierd *b);
 
 /* Is a daemon publishing?  (running flag, not stopped, heartbeat fresh) */
 int bd_live(const struct barrierd *b, uint64_t now_host);
+
+/* The liveness bound: BARRIERD_LIVENESS_PERIODS heartbeat periods, as the file states them. */
+uint64_t bd_liveness_ns(const struct barrierd *b);
+
+/*
+ * Is the handle's file still the one at its path (lib/identity.c)?  0, or -EIDRM: the path
+ * was removed, names another file, or the file is now shorter than our mapping.  One stat().
+ */
+int bd_file_moved(const struct barrierd *b);
 
 /* membarrier(MEMBARRIER_CMD_GLOBAL): 0 or its -errno, never a success it did not get. */
 int bd_fallback_membarrier(void);

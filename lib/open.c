@@ -76,43 +76,117 @@ int bd_validate(const struct barrierd_header *h, size_t size, const struct barri
  * read the clock: any value above it cannot be from this boot's CLOCK_MONOTONIC.  The reading
  * becomes open_ns; stamps at or below it are refused, so a stale value can never pass one.
  */
-static int check_times(struct barrierd *b)
+static int check_times(const struct barrierd_header *h, uint64_t ncpu, const struct barrierd_ext *x,
+		       int64_t off, uint64_t *now_out)
 {
-	const struct barrierd_header *h = b->hdr;
 	uint64_t maxv = bd_load(&h->last_interrupt_ns), now;
 
 	maxv = maxv > bd_load(&h->heartbeat_ns) ? maxv : bd_load(&h->heartbeat_ns);
-	for (uint64_t c = 0; c < b->ncpu; c++) {
+	for (uint64_t c = 0; c < ncpu; c++) {
 		uint64_t v = bd_load(&h->per_cpu[c].last_interrupt_ns);
 
 		maxv = v > maxv ? v : maxv;
 	}
-	if (bd_ext(b)) {
-		uint64_t v = bd_load(&bd_ext(b)->last_advance_ns);
+	if (x) {
+		uint64_t v = bd_load(&x->last_advance_ns);
 
 		maxv = v > maxv ? v : maxv;
 	}
 	bd_lfence();
-	now = bd_clock_raw() - (uint64_t)b->timens_off;
+	now = bd_clock_raw() - (uint64_t)off;
 	if (maxv > now)
 		return -ESTALE;
-	b->open_ns = now;
-	b->valid_after = now;
+	*now_out = now;
+	return 0;
+}
+
+int bd_map_file(struct barrierd *b, const char *path)
+{
+	const struct barrierd_ext *ext;
+	int64_t off = bd_timens_current(b);
+	uint64_t ncpu, now, floor;
+	struct stat st;
+	size_t size;
+	void *map;
+	int fd, ret;
+
+	if (off == INT64_MIN)
+		return -EPROTO; /* our time namespace's offset cannot be known */
+	ret = bd_open_trusted(path, b->trusted_uid, b->trusted_uid_set, &fd);
+	if (ret)
+		return ret;
+	if (fstat(fd, &st)) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	if (st.st_size < (off_t)sizeof(struct barrierd_header)) {
+		close(fd);
+		return -EPROTO;
+	}
+	size = (size_t)st.st_size;
+	map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	ret = bd_validate(map, size, &ext, &ncpu);
+	if (!ret)
+		ret = check_times(map, ncpu, ext, off, &now);
+	if (ret) {
+		munmap(map, size);
+		close(fd);
+		return ret;
+	}
+	b->size = size;
+	b->ncpu = ncpu;
+	b->dev = (uint64_t)st.st_dev;
+	b->ino = (uint64_t)st.st_ino;
+	/*
+	 * Absolute, so that a later chdir() cannot make bd_file_moved() look elsewhere.  Without
+	 * it (ENOMEM), the handle just cannot tell a replaced file from a dead daemon.
+	 */
+	b->path = realpath(path, NULL);
+	/*
+	 * No extension yet (a new or reset file, laid out but not yet started): keep the trusted
+	 * descriptor to map it when it appears (bd_ext_refresh).  Never reopened by name: the
+	 * path was checked once, on the descriptors we hold.
+	 */
+	if (ext)
+		close(fd);
+	else
+		b->fd = fd;
+	__atomic_store_n(&b->open_ns, now, __ATOMIC_RELAXED);
+	/* The floor only rises: a namespace move may have retired the handle meanwhile. */
+	floor = __atomic_load_n(&b->valid_after, __ATOMIC_RELAXED);
+	while (floor < now && !__atomic_compare_exchange_n(&b->valid_after, &floor, now, false,
+							   __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+	__atomic_store_n(&b->ext, ext, __ATOMIC_RELEASE);
+	/*
+	 * Last, and release: a thread that finds the mapping (bd_hdr, acquire) also finds every
+	 * field above and the raised floor.  Set once; never cleared while the handle lives.
+	 */
+	__atomic_store_n(&b->hdr, (const struct barrierd_header *)map, __ATOMIC_RELEASE);
 	return 0;
 }
 
 BDLIB_EXPORT int barrierd_open_opts(struct barrierd **out, const char *path,
 				    const struct barrierd_open_opts *opts)
 {
+	unsigned flags = 0;
 	struct barrierd *b;
-	struct stat st;
-	void *map;
-	int fd, ret;
+	int ret;
 
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
 	if (opts && opts->sz < offsetof(struct barrierd_open_opts, fallback_after_ns) + 8)
+		return -EINVAL;
+	if (opts && opts->sz >= offsetof(struct barrierd_open_opts, flags) + sizeof(opts->flags))
+		flags = opts->flags;
+	if (flags & ~BARRIERD_OPEN_ATTACH_LATER)
 		return -EINVAL;
 	if (!path)
 		path = secure_getenv(BARRIERD_STATE_ENV);
@@ -131,46 +205,15 @@ BDLIB_EXPORT int barrierd_open_opts(struct barrierd **out, const char *path,
 	b->fallback = opts ? opts->fallback : BARRIERD_FALLBACK_NONE;
 	b->fallback_after_ns = opts && opts->fallback_after_ns > 0 ? opts->fallback_after_ns
 								   : DEFAULT_FALLBACK_AFTER_NS;
+	b->trusted_uid = opts ? opts->trusted_uid : 0;
+	b->trusted_uid_set = opts ? opts->trusted_uid_set : 0;
 	if (b->fallback != BARRIERD_FALLBACK_NONE && b->fallback != BARRIERD_FALLBACK_MEMBARRIER) {
 		ret = -EINVAL;
 		goto fail;
 	}
-
-	ret = bd_open_trusted(path, opts ? opts->trusted_uid : 0, opts ? opts->trusted_uid_set : 0,
-			      &fd);
-	if (ret)
-		goto fail;
-	if (fstat(fd, &st)) {
-		ret = -errno;
-		close(fd);
-		goto fail;
-	}
-	if (st.st_size < (off_t)sizeof(struct barrierd_header)) {
-		ret = -EPROTO;
-		close(fd);
-		goto fail;
-	}
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED) {
-		ret = -errno;
-		close(fd);
-		goto fail;
-	}
-	b->hdr = map;
-	b->size = (size_t)st.st_size;
-	ret = bd_validate(b->hdr, b->size, &b->ext, &b->ncpu);
-	/*
-	 * No extension yet (a new or reset file, laid out but not yet started): keep the trusted
-	 * descriptor to map it when it appears (bd_ext_refresh).  Never reopened by name: the
-	 * path was checked once, on the descriptors we hold.
-	 */
-	if (ret || b->ext)
-		close(fd);
-	else
-		b->fd = fd;
-	if (ret)
-		goto fail;
-	ret = check_times(b);
+	ret = bd_map_file(b, path);
+	if (ret == -ENOENT && (flags & BARRIERD_OPEN_ATTACH_LATER))
+		ret = bd_attach_later(b, path);
 	if (ret)
 		goto fail;
 	*out = b;
@@ -251,30 +294,34 @@ BDLIB_EXPORT void barrierd_close(struct barrierd *b)
 {
 	if (!b)
 		return;
-	if (b->hdr)
+	if (bd_hdr(b))
 		munmap((void *)b->hdr, b->size);
 	if (b->map2)
 		munmap((void *)b->map2, b->size2);
 	if (b->fd >= 0)
 		close(b->fd);
 	bd_timens_unpin(b);
+	free(b->path);
+	free(b->late_path);
 	free(b);
 }
 
 BDLIB_EXPORT const struct barrierd_header *barrierd_mapping(const struct barrierd *b, size_t *size)
 {
+	const struct barrierd_header *h = bd_hdr(b);
+
 	/* The longer mapping, once the extension needed one (set before ext: acquire). */
-	if (bd_ext(b) && b->map2) {
+	if (h && bd_ext(b) && b->map2) {
 		if (size)
 			*size = b->size2;
 		return b->map2;
 	}
 	if (size)
-		*size = b->size;
-	return b->hdr;
+		*size = h ? b->size : 0;
+	return h; /* NULL: a handle still waiting for its file (BARRIERD_OPEN_ATTACH_LATER) */
 }
 
 BDLIB_EXPORT uint64_t barrierd_open_ns(const struct barrierd *b)
 {
-	return b->open_ns;
+	return __atomic_load_n(&b->open_ns, __ATOMIC_RELAXED);
 }

@@ -39,13 +39,17 @@ BDLIB_EXPORT uint64_t barrierd_stamp_ns(const struct barrierd *b)
 
 BDLIB_EXPORT uint64_t barrierd_stamp_vtime(const struct barrierd *b)
 {
+	const struct barrierd_header *h;
+
 	/*
 	 * Rule 4/5: our stores are visible before we read vtime V, so any event that loaded a
 	 * vtime above V from .bss ran after the daemon published it, after our load, after our
-	 * stores.
+	 * stores.  The fence comes before every load, the handle's too (check_disasm.sh).
 	 */
 	bd_mfence();
-	return bd_load(&b->hdr->vtime);
+	h = bd_hdr(b);
+	/* No file yet (attach later): no vtime, and a stamp that only the fallback serves. */
+	return h ? bd_load(&h->vtime) : UINT64_MAX;
 }
 
 BDLIB_EXPORT bool barrierd_passed(const struct barrierd *b, uint64_t stamp_ns)
@@ -55,11 +59,11 @@ BDLIB_EXPORT bool barrierd_passed(const struct barrierd *b, uint64_t stamp_ns)
 	 * or UINT64_MAX once a namespace move retired the handle (lib/timens.c); after a fork,
 	 * false until the child has learnt its offset (its first stamp, wait or request).
 	 */
-	return stamp_ns > __atomic_load_n(&b->valid_after, __ATOMIC_ACQUIRE) &&
+	return bd_hdr(b) && stamp_ns > __atomic_load_n(&b->valid_after, __ATOMIC_ACQUIRE) &&
 	       !bd_timens_stale_fork(b) && bd_trusted(b, &b->hdr->last_interrupt_ns, 0) > stamp_ns;
 }
 
 BDLIB_EXPORT bool barrierd_passed_vtime(const struct barrierd *b, uint64_t vtime)
 {
-	return bd_trusted(b, &b->hdr->last_interrupt_vtime, 1) > vtime;
+	return bd_hdr(b) && bd_trusted(b, &b->hdr->last_interrupt_vtime, 1) > vtime;
 }

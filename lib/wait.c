@@ -4,7 +4,8 @@
  * 64-bit value, ring the doorbell when an idle, offline or unknown CPU holds the barrier back.
  * When it did not ring only because the daemon was armed, the sleep also watches the low half
  * of header.flags, so that a disarm after that decision ends it (the daemon FUTEX_WAKEs that
- * word after every change of the flags).
+ * word after every change of the flags).  A daemon found gone is waited for, not spun on: the
+ * wait backs off on the heartbeat word for one liveness bound before it returns -ESTALE.
  */
 #include "internal.h"
 
@@ -252,6 +253,31 @@ static void sleep_on(const struct barrierd *b, const struct target *t, uint32_t 
 }
 
 /*
+ * The daemon is gone (stopped, not running, or its heartbeat older than the liveness bound):
+ * sleep until something it would change changes, or the slice ends.  The words: the flags (a
+ * restart sets RUNNING, then wakes them), the heartbeat (a stalled daemon that resumes stores
+ * it, then wakes it) and the target's global word (a resumed daemon's next publication).  The
+ * snapshots were loaded before the liveness check that found the daemon gone, so a change
+ * after that check fails the kernel's compare instead of being slept through.  Without
+ * futex_waitv, the heartbeat word alone: every way back to live stores it.
+ */
+static void sleep_stale(const struct barrierd *b, const struct target *t, uint32_t snap_global,
+			uint32_t snap_flags, uint32_t snap_hb, int64_t slice_ns)
+{
+	struct futex_waitv wv[3];
+	struct timespec ts;
+
+	waitv_entry(&wv[0], &b->hdr->flags, snap_flags);
+	waitv_entry(&wv[1], &b->hdr->heartbeat_ns, snap_hb);
+	waitv_entry(&wv[2], global_word(b, t), snap_global);
+	if (sleep_waitv(wv, 3, slice_ns))
+		return;
+	to_timespec(slice_ns, &ts); /* relative */
+	syscall(SYS_futex, (const uint32_t *)&b->hdr->heartbeat_ns, FUTEX_WAIT, snap_hb, &ts, NULL,
+		0);
+}
+
+/*
  * A setns() may have moved us to another time namespace: ns stamps taken since were
  * converted with the old offset and cannot be judged, so the move retires the handle
  * (bd_timens_moved: -ESTALE, then -EPROTO for every later call; vtime waits too, since
@@ -282,7 +308,7 @@ static int ns_check(struct barrierd *b, const struct target *t, bool *checked)
 /* fresh: the stamp was just taken by barrierd_barrier(), which then pays for a move check. */
 static int wait_common(struct barrierd *b, const struct target *t, int64_t timeout_ns, bool fresh)
 {
-	uint64_t start, deadline, fb_deadline;
+	uint64_t start, deadline, fb_deadline, stale_end = 0;
 	bool ns_checked = false;
 
 	/* First use after a fork: learn this process's offset (or retire), before any check. */
@@ -308,8 +334,13 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 			  ? start + (uint64_t)b->fallback_after_ns
 			  : UINT64_MAX;
 	for (;;) {
-		/* Read the futex word before checking, so no change between them is missed. */
+		/*
+		 * Read the futex words before checking, so no change between them is missed: the
+		 * global word for the wait, the flags and the heartbeat for a stale daemon's.
+		 */
 		uint32_t snap = bd_load_low(global_word(b, t));
+		uint32_t snap_flags = bd_load_low(&b->hdr->flags);
+		uint32_t snap_hb = bd_load_low(&b->hdr->heartbeat_ns);
 		int64_t slice = SLICE_NS;
 		enum ring_decision ring_it;
 		uint64_t now, end, flags;
@@ -332,8 +363,26 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 			}
 			if (b->fallback == BARRIERD_FALLBACK_MEMBARRIER)
 				return bd_fallback_membarrier();
-			return -ESTALE;
+			/*
+			 * A daemon gone at once turns a caller's retry loop into a spin that
+			 * starves the daemon it waits for (a stalled one under load).  So give it
+			 * one liveness bound, never past the deadline, and return -ESTALE only
+			 * then.  Unless the file itself went away: that is not waited out.
+			 */
+			if (!stale_end) {
+				ret = bd_file_moved(b);
+				if (ret)
+					return ret;
+				stale_end = now + bd_liveness_ns(b);
+				if (stale_end > deadline)
+					stale_end = deadline;
+			}
+			if (now >= stale_end)
+				return -ESTALE;
+			sleep_stale(b, t, snap, snap_flags, snap_hb, (int64_t)(stale_end - now));
+			continue;
 		}
+		stale_end = 0; /* live again: a later stall gets its own bound */
 		if (now >= fb_deadline)
 			return bd_fallback_membarrier();
 		if (now >= deadline)
@@ -361,15 +410,46 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 	}
 }
 
+/*
+ * The public waits' way in.  A ns stamp at or below open_ns could be passed by a value we never
+ * checked: -EINVAL.  A handle still without its file (BARRIERD_OPEN_ATTACH_LATER) looks for
+ * it, and a stamp taken before the file was mapped is left to the fallback (or -ESTALE).
+ */
+static int wait_entry(struct barrierd *b, const struct target *t, int64_t timeout_ns)
+{
+	int64_t left;
+	int ret;
+
+	/* At or below the open (for an attach-later handle: its creation), for any handle. */
+	if (t->kind != T_VTIME && t->value <= (b->late_path ? b->created_ns : barrierd_open_ns(b)))
+		return -EINVAL;
+	if (!bd_hdr(b)) {
+		ret = bd_attach(b);
+		if (ret == -ENOENT) {
+			ret = bd_detached_wait(b, timeout_ns, &left);
+			/* Mapped during this call: the caller's stamp is older than the file. */
+			return ret == 1 ? bd_before_attach(b) : ret;
+		}
+		if (ret)
+			return ret;
+	}
+	if (t->kind == T_VTIME) {
+		if (t->value == UINT64_MAX && b->late_path)
+			return bd_before_attach(b); /* barrierd_stamp_vtime() without a file */
+	} else if (t->value <= barrierd_open_ns(b)) {
+		/* Later than the handle's creation, not than its file: no value of it may pass. */
+		return bd_before_attach(b);
+	}
+	return wait_common(b, t, timeout_ns, false);
+}
+
 BDLIB_EXPORT int barrierd_wait(struct barrierd *b, uint64_t stamp_ns, int64_t timeout_ns)
 {
 	struct target t = {.kind = T_NS, .value = stamp_ns};
 
 	if (!b)
 		return -EINVAL;
-	if (stamp_ns <= b->open_ns)
-		return -EINVAL; /* could be passed by a value we never checked */
-	return wait_common(b, &t, timeout_ns, false);
+	return wait_entry(b, &t, timeout_ns);
 }
 
 BDLIB_EXPORT int barrierd_wait_vtime(struct barrierd *b, uint64_t vtime, int64_t timeout_ns)
@@ -378,7 +458,7 @@ BDLIB_EXPORT int barrierd_wait_vtime(struct barrierd *b, uint64_t vtime, int64_t
 
 	if (!b)
 		return -EINVAL;
-	return wait_common(b, &t, timeout_ns, false);
+	return wait_entry(b, &t, timeout_ns);
 }
 
 BDLIB_EXPORT int barrierd_wait_cpus(struct barrierd *b, uint64_t stamp_ns, const void *cpus,
@@ -388,26 +468,36 @@ BDLIB_EXPORT int barrierd_wait_cpus(struct barrierd *b, uint64_t stamp_ns, const
 
 	if (!b || !cpus || setsize == 0 || setsize % sizeof(long))
 		return -EINVAL;
-	if (stamp_ns <= b->open_ns)
-		return -EINVAL;
-	return wait_common(b, &t, timeout_ns, false);
+	return wait_entry(b, &t, timeout_ns);
 }
 
 BDLIB_EXPORT int barrierd_barrier(struct barrierd *b, int64_t timeout_ns)
 {
 	struct target t = {.kind = T_NS};
+	int ret;
 
 	if (!b)
 		return -EINVAL;
+	/* No file yet: look for it; if it appears, the barrier goes on with a fresh stamp. */
+	if (!bd_hdr(b)) {
+		ret = bd_attach(b);
+		if (ret == -ENOENT) {
+			ret = bd_detached_wait(b, timeout_ns, &timeout_ns);
+			if (ret != 1)
+				return ret;
+		} else if (ret) {
+			return ret;
+		}
+	}
 	/*
 	 * A stamp equal to open_ns would be refused; the clock moves on within nanoseconds.
 	 * Only a clock behind the one at open keeps it there: a move to a namespace behind.
 	 */
-	for (int i = 0; (t.value = barrierd_stamp_ns(b)) <= b->open_ns; i++) {
+	for (int i = 0; (t.value = barrierd_stamp_ns(b)) <= barrierd_open_ns(b); i++) {
 		if (i == 1000) {
 			bool checked = false;
-			int ret = ns_check(b, &t, &checked);
 
+			ret = ns_check(b, &t, &checked);
 			return ret ? ret : -ESTALE;
 		}
 		__builtin_ia32_pause();

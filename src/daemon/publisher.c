@@ -184,6 +184,12 @@ int publisher_heartbeat(struct publisher *p, uint64_t now_ns)
 		return ret;
 	bd_store(&p->sf->hdr->heartbeat_ns, now_ns);
 	p->hb_last = now_ns;
+	/*
+	 * Waiters that found us gone (a stall) sleep on this word (lib/wait.c, sleep_stale): the
+	 * heartbeat that makes us live again wakes them.  Ten wakes a second, nearly always of
+	 * nobody.
+	 */
+	wake(p, &p->sf->hdr->heartbeat_ns);
 	return 0;
 }
 

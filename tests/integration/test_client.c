@@ -326,6 +326,48 @@ static void killed_daemon(void **state)
 	barrierd_close(with_fb);
 }
 
+static int setup_no_daemon(void **state)
+{
+	(void)state;
+	h_mkdir(&H);
+	return 0;
+}
+
+/*
+ * A program started before the daemon (BARRIERD_OPEN_ATTACH_LATER): its handle runs on the
+ * fallback (or backs off to -ESTALE) until the real daemon creates the file, then serves
+ * barriers from it without a reopen.
+ */
+static void attach_later_real_daemon(void **state)
+{
+	struct barrierd_open_opts o = {.sz = sizeof(o), .flags = BARRIERD_OPEN_ATTACH_LATER};
+	struct barrierd *plain, *with_fb;
+	uint64_t t0;
+
+	(void)state;
+	assert_int_equal(barrierd_open(&plain, H.state), -ENOENT);
+	assert_int_equal(barrierd_open_opts(&plain, H.state, &o), 0);
+	o.fallback = BARRIERD_FALLBACK_MEMBARRIER;
+	assert_int_equal(barrierd_open_opts(&with_fb, H.state, &o), 0);
+	assert_int_equal(barrierd_barrier(plain, 20000000LL), -ESTALE);
+	assert_int_equal(barrierd_barrier(with_fb, 5000000000LL), 0); /* membarrier */
+	assert_false(barrierd_live(plain));
+
+	assert_int_equal(h_start(&H, -1, NULL), 0);
+	t0 = bd_mono_ns();
+	for (int r; (r = barrierd_barrier(plain, 1000000000LL)) != 0;) {
+		assert_int_equal(r, -ESTALE);
+		assert_true(bd_mono_ns() - t0 < 10000000000ULL); /* hang guard */
+	}
+	printf("attach later: first barrier %.1f ms after the daemon was ready\n",
+	       (double)(bd_mono_ns() - t0) / 1e6);
+	assert_true(barrierd_live(plain));
+	assert_int_equal(barrierd_barrier(with_fb, 5000000000LL), 0);
+	assert_non_null(barrierd_mapping(with_fb, NULL));
+	barrierd_close(plain);
+	barrierd_close(with_fb);
+}
+
 int main(void)
 {
 	test_require_root();
@@ -336,6 +378,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(fork_child_without_files, setup, teardown),
 	    cmocka_unit_test_setup_teardown(eight_waiters, setup, teardown),
 	    cmocka_unit_test_setup_teardown(killed_daemon, setup, teardown),
+	    cmocka_unit_test_setup_teardown(attach_later_real_daemon, setup_no_daemon, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
