@@ -119,7 +119,7 @@ int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, 
 	    {0},
 	};
 	uint64_t v;
-	int c;
+	int c, at;
 
 	memset(o, 0, sizeof(*o));
 	o->idle_credit_interval_ns = 10 * 1000000ULL;
@@ -129,7 +129,17 @@ int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, 
 
 	optind = 0; /* full reset of getopt's state: tests parse several times */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:s:t:vhV", longopts, NULL)) != -1) {
+	/*
+	 * at: the element getopt works on (optind before the call; 0 is its reset, meaning 1).
+	 * An error names that element if it is a long option, else the one short option refused:
+	 * inside a cluster ("-xv") optind has not moved on, and argv[optind - 1] is the element
+	 * before it (the program's name for the first).
+	 */
+	while ((at = optind ? optind : 1),
+	       (c = getopt_long(argc, argv, "+:s:t:vhV", longopts, NULL)) != -1) {
+		char opt[3] = {'-', (char)optopt, 0};
+		const char *named = strncmp(argv[at], "--", 2) == 0 ? argv[at] : opt;
+
 		switch (c) {
 		case 's':
 			if (!*optarg) {
@@ -173,10 +183,10 @@ int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, 
 			fprintf(out, "barrierd %s\n", BARRIERD_VERSION);
 			return OPTIONS_EXIT_OK;
 		case ':':
-			snprintf(err, errlen, "option '%s' needs an argument", argv[optind - 1]);
+			snprintf(err, errlen, "option '%s' needs an argument", named);
 			return -EINVAL;
 		default:
-			snprintf(err, errlen, "unknown option '%s' (see --help)", argv[optind - 1]);
+			snprintf(err, errlen, "unknown option '%s' (see --help)", named);
 			return -EINVAL;
 		}
 	}

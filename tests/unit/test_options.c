@@ -108,6 +108,24 @@ static void bad_input(void **state)
 	assert_int_equal(parse(&o, err, sizeof(err), "--state", "", NULL), -EINVAL);
 }
 
+/* An unknown option inside a cluster is named as given, never as the program (argv[0]). */
+static void unknown_short_option_in_cluster(void **state)
+{
+	struct barrierd_options o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse(&o, err, sizeof(err), "-xv", NULL), -EINVAL);
+	assert_non_null(strstr(err, "'-x'"));
+	assert_null(strstr(err, "barrierd"));
+	assert_int_equal(parse(&o, err, sizeof(err), "-v", "-vx", NULL), -EINVAL);
+	assert_non_null(strstr(err, "'-x'"));
+	assert_int_equal(parse(&o, err, sizeof(err), "-vs", NULL), -EINVAL);
+	assert_non_null(strstr(err, "'-s' needs an argument"));
+	assert_int_equal(parse(&o, err, sizeof(err), "--bogus=1", NULL), -EINVAL);
+	assert_non_null(strstr(err, "'--bogus=1'"));
+}
+
 static void help_and_version(void **state)
 {
 	struct barrierd_options o;
@@ -126,6 +144,7 @@ int main(void)
 	    cmocka_unit_test(original_command_line),
 	    cmocka_unit_test(bad_input),
 	    cmocka_unit_test(help_and_version),
+	    cmocka_unit_test(unknown_short_option_in_cluster),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
