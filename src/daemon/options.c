@@ -42,6 +42,27 @@ static const char usage[] =
     "The original command line, barrierd PATH ID..., is accepted too: PATH is the state\n"
     "file and each ID a tracefs event id (events/CAT/NAME/id).\n";
 
+/*
+ * An argument as an error message quotes it: control characters as \xNN, so that the reason
+ * stays one line (the daemon logs it as one line with a priority prefix) and shows what was
+ * typed.  Cut to fit buf.
+ */
+static const char *shown(const char *s, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	for (; *s && n + 5 < len; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch < 0x20 || ch == 0x7f)
+			n += (size_t)snprintf(buf + n, len - n, "\\x%02x", ch);
+		else
+			buf[n++] = (char)ch;
+	}
+	buf[n] = 0;
+	return buf;
+}
+
 static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	char *end;
@@ -61,16 +82,19 @@ static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 static int parse_num(const char *opt, const char *unit, const char *arg, uint64_t min, uint64_t max,
 		     uint64_t *v, char *err, size_t errlen)
 {
+	char b[128];
+
 	if (parse_u64(arg, min, max, v) == 0)
 		return 0;
 	snprintf(err, errlen, "%s takes %s from %llu to %llu, not '%s'", opt, unit,
-		 (unsigned long long)min, (unsigned long long)max, arg);
+		 (unsigned long long)min, (unsigned long long)max, shown(arg, b, sizeof(b)));
 	return -EINVAL;
 }
 
 static int add_tp(struct barrierd_options *o, const char *name, long id, char *err, size_t errlen)
 {
 	struct tp_spec *t;
+	char b[160];
 
 	if (o->n_tps >= BARRIERD_MAX_TRACEPOINTS) {
 		snprintf(err, errlen, "too many tracepoints (at most %d)",
@@ -85,14 +109,15 @@ static int add_tp(struct barrierd_options *o, const char *name, long id, char *e
 
 		if (!slash || slash == name || !slash[1] || strchr(slash + 1, '/') ||
 		    strlen(name) >= sizeof(t->name)) {
-			snprintf(err, errlen, "bad tracepoint '%s': expected CATEGORY/NAME", name);
+			snprintf(err, errlen, "bad tracepoint '%s': expected CATEGORY/NAME",
+				 shown(name, b, sizeof(b)));
 			return -EINVAL;
 		}
 		for (const char *p = name; *p; p++) {
 			if (!(*p == '_' || *p == '/' || (*p >= 'a' && *p <= 'z') ||
 			      (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) {
 				snprintf(err, errlen, "bad tracepoint '%s': unexpected character",
-					 name);
+					 shown(name, b, sizeof(b)));
 				return -EINVAL;
 			}
 		}
@@ -119,7 +144,8 @@ int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, 
 	    {0},
 	};
 	uint64_t v;
-	int c;
+	int c, at;
+	char b[128];
 
 	memset(o, 0, sizeof(*o));
 	o->idle_credit_interval_ns = 10 * 1000000ULL;
@@ -129,7 +155,17 @@ int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, 
 
 	optind = 0; /* full reset of getopt's state: tests parse several times */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:s:t:vhV", longopts, NULL)) != -1) {
+	/*
+	 * at: the element getopt works on (optind before the call; 0 is its reset, meaning 1).
+	 * An error names that element if it is a long option, else the one short option refused:
+	 * inside a cluster ("-xv") optind has not moved on, and argv[optind - 1] is the element
+	 * before it (the program's name for the first).
+	 */
+	while ((at = optind ? optind : 1),
+	       (c = getopt_long(argc, argv, "+:s:t:vhV", longopts, NULL)) != -1) {
+		char opt[3] = {'-', (char)optopt, 0};
+		const char *named = strncmp(argv[at], "--", 2) == 0 ? argv[at] : opt;
+
 		switch (c) {
 		case 's':
 			if (!*optarg) {
@@ -173,10 +209,12 @@ int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, 
 			fprintf(out, "barrierd %s\n", BARRIERD_VERSION);
 			return OPTIONS_EXIT_OK;
 		case ':':
-			snprintf(err, errlen, "option '%s' needs an argument", argv[optind - 1]);
+			snprintf(err, errlen, "option '%s' needs an argument",
+				 shown(named, b, sizeof(b)));
 			return -EINVAL;
 		default:
-			snprintf(err, errlen, "unknown option '%s' (see --help)", argv[optind - 1]);
+			snprintf(err, errlen, "unknown option '%s' (see --help)",
+				 shown(named, b, sizeof(b)));
 			return -EINVAL;
 		}
 	}
@@ -185,7 +223,7 @@ int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, 
 	if (optind < argc) {
 		if (o->state_path) {
 			snprintf(err, errlen, "state path given twice ('%s' and --state)",
-				 argv[optind]);
+				 shown(argv[optind], b, sizeof(b)));
 			return -EINVAL;
 		}
 		if (!*argv[optind]) {
@@ -203,7 +241,7 @@ int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, 
 				snprintf(err, errlen,
 					 "bad tracepoint id '%s': the original command line takes "
 					 "numeric tracefs ids (use --tracepoint for names)",
-					 argv[optind]);
+					 shown(argv[optind], b, sizeof(b)));
 				return -EINVAL;
 			}
 			if (add_tp(o, NULL, id, err, errlen))

@@ -106,7 +106,16 @@ int tracepoints_resolve(const struct tp_spec *in, size_t n, struct resolved_tp *
 			size_t errlen)
 {
 	char tfs[128];
-	int have_tfs = tracefs_find(tfs, sizeof(tfs)) == 0;
+
+	if (tracefs_find(tfs, sizeof(tfs)))
+		return tracepoints_resolve_at(NULL, in, n, out, err, errlen);
+	return tracepoints_resolve_at(tfs, in, n, out, err, errlen);
+}
+
+int tracepoints_resolve_at(const char *tfs, const struct tp_spec *in, size_t n,
+			   struct resolved_tp *out, char *err, size_t errlen)
+{
+	int have_tfs = tfs != NULL;
 
 	for (size_t i = 0; i < n; i++) {
 		struct resolved_tp *r = &out[i];

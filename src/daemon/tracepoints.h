@@ -21,4 +21,12 @@ int tracefs_find(char *dir, size_t len);
 int tracepoints_resolve(const struct tp_spec *in, size_t n, struct resolved_tp *out, char *err,
 			size_t errlen);
 
+/*
+ * The same against a given tracefs directory, or NULL for none (then ids cannot be resolved
+ * and only the default names pass), with no other side effect: what tracepoints_resolve does
+ * once it has found (or mounted) tracefs.  For the tests and the fuzzer.
+ */
+int tracepoints_resolve_at(const char *tfs, const struct tp_spec *in, size_t n,
+			   struct resolved_tp *out, char *err, size_t errlen);
+
 #endif

@@ -108,6 +108,49 @@ static void bad_input(void **state)
 	assert_int_equal(parse(&o, err, sizeof(err), "--state", "", NULL), -EINVAL);
 }
 
+/* An unknown option inside a cluster is named as given, never as the program (argv[0]). */
+static void unknown_short_option_in_cluster(void **state)
+{
+	struct barrierd_options o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse(&o, err, sizeof(err), "-xv", NULL), -EINVAL);
+	assert_non_null(strstr(err, "'-x'"));
+	assert_null(strstr(err, "barrierd"));
+	assert_int_equal(parse(&o, err, sizeof(err), "-v", "-vx", NULL), -EINVAL);
+	assert_non_null(strstr(err, "'-x'"));
+	assert_int_equal(parse(&o, err, sizeof(err), "-vs", NULL), -EINVAL);
+	assert_non_null(strstr(err, "'-s' needs an argument"));
+	assert_int_equal(parse(&o, err, sizeof(err), "--bogus=1", NULL), -EINVAL);
+	assert_non_null(strstr(err, "'--bogus=1'"));
+}
+
+/*
+ * The reason is one line whatever the arguments hold: the daemon logs it as one line with a
+ * priority prefix, and an argument's newline must not start a line of its own ("<0>...").
+ */
+static void reason_is_one_line(void **state)
+{
+	static const char *const bad[][3] = {
+	    {"/run/b", "1\n<0>forged", NULL}, {"-t", "irq\n<0>forged/x", NULL},
+	    {"--state", "/a", "/b\r\n<0>"},   {"--heartbeat-period", "5\n<0>", NULL},
+	    {"--bogus\n<0>", NULL, NULL},     {"-\n", NULL, NULL},
+	};
+	struct barrierd_options o;
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(parse(&o, err, sizeof(err), bad[i][0], bad[i][1], bad[i][2], NULL),
+				 -EINVAL);
+		assert_null(strchr(err, '\n'));
+		assert_null(strchr(err, '\r'));
+	}
+	assert_int_equal(parse(&o, err, sizeof(err), "/run/b", "1\n", NULL), -EINVAL);
+	assert_non_null(strstr(err, "'1\\x0a'"));
+}
+
 static void help_and_version(void **state)
 {
 	struct barrierd_options o;
@@ -126,6 +169,8 @@ int main(void)
 	    cmocka_unit_test(original_command_line),
 	    cmocka_unit_test(bad_input),
 	    cmocka_unit_test(help_and_version),
+	    cmocka_unit_test(unknown_short_option_in_cluster),
+	    cmocka_unit_test(reason_is_one_line),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
