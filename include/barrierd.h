@@ -233,14 +233,17 @@ struct barrierd_open_opts {
 /*
  * The file does not exist yet (a program started before barrierd, at boot): instead of
  * -ENOENT, barrierd_open_opts() returns a handle without a file, which maps the file (with
- * every check of an open) as soon as a call finds it there.  Until then: waits and barriers
- * take the fallback at once if the handle has one, or else sleep one liveness bound (300 ms;
- * less with a shorter timeout), look for the file once more and, if it is still missing,
- * return -ESTALE; a barrierd_barrier() that finds it goes on with a fresh stamp.  A stamp
- * taken before the file was mapped can only be served by the fallback (-ESTALE without), and
- * barrierd_stamp_vtime() returns UINT64_MAX, which likewise.  barrierd_passed() and
- * barrierd_live() are false, barrierd_mapping() is NULL, and barrierd_request() looks for the
- * file (-ENOENT while it is missing).  Lookups are at most one per 10 ms per handle.
+ * every check of an open) as soon as a call finds it there; a file a daemon is still
+ * creating (not yet readable to us, shorter than a header, no magic yet) counts as not there.
+ * Until then: waits and barriers take the fallback at once if the handle has one, or else
+ * sleep 300 ms (less with a shorter timeout), look for the file once more and, if it is still
+ * missing, return -ESTALE; a barrierd_barrier() that finds it goes on with a fresh stamp.
+ * barrierd_open_ns() is the handle's creation until then, and the file's open after: a ns
+ * stamp between the two, or the UINT64_MAX that barrierd_stamp_vtime() returns without a file,
+ * predates the file and can only be served by the fallback (-EINVAL without, as any stamp at
+ * or below barrierd_open_ns()).  barrierd_passed() and barrierd_live() are false,
+ * barrierd_mapping() is NULL, and barrierd_request() looks for the file (-ENOENT while it is
+ * missing, or when the last look was under 10 ms ago: at most one look per 10 ms per handle).
  */
 #define BARRIERD_OPEN_ATTACH_LATER 0x1u
 
@@ -300,17 +303,21 @@ bool barrierd_passed_vtime(const struct barrierd *b, uint64_t vtime);
  * last at most 1 ms.  timeout_ns < 0 waits without a deadline, still re-checking the daemon's
  * liveness every few milliseconds.  A wait that finds no live daemon (stopped, or its
  * heartbeat older than the liveness bound) and has no fallback backs off: it sleeps on the
- * heartbeat and flags words for one more liveness bound (300 ms by default), never past its
- * deadline, goes on if the daemon comes back, and returns -ESTALE only then, so a caller that
- * retries on -ESTALE does not spin.  No sleep it asks for ends after its deadline.
+ * heartbeat and flags words for one more liveness bound (three of the file's heartbeat
+ * periods: 300 ms by default), never past its deadline, goes on if the daemon comes back, and
+ * returns -ESTALE only then, so a caller that retries on -ESTALE does not spin (and a
+ * barrierd_barrier() without a fallback blocks that long).  No sleep it asks for ends after
+ * its deadline.
  * Returns 0 (passed); -ETIMEDOUT; -ESTALE (no live daemon for that back-off, or at the
  * deadline, and no fallback; or the process changed time namespace since the stamp); -EIDRM
- * (no live daemon, and the state file was removed, replaced or truncated under the handle: it
- * never will be live again; close it and open the file anew); -EINVAL (stamp at or below
- * barrierd_open_ns(), bad arguments); -EPROTO (namespace offset unknown); with
- * BARRIERD_FALLBACK_MEMBARRIER, the
- * result of membarrier(MEMBARRIER_CMD_GLOBAL): 0, or its error (-EINVAL under nohz_full,
- * -EPERM/-ENOSYS under seccomp), never a success it did not get.
+ * (no live daemon, no fallback, and the handle's path, as this process resolves it, names no
+ * file, another file, or one shorter than the mapping: removed, replaced or truncated; this
+ * handle's file will not be served again, close it and open the path anew.  With a fallback
+ * such a handle falls back on every call, and barrierd_live() stays false); -EINVAL (stamp at
+ * or below barrierd_open_ns(), bad arguments); -EPROTO (namespace offset unknown); with
+ * BARRIERD_FALLBACK_MEMBARRIER, the result of membarrier(MEMBARRIER_CMD_GLOBAL): 0, or its
+ * error (-EINVAL under nohz_full, -EPERM/-ENOSYS under seccomp), never a success it did not
+ * get.
  */
 int barrierd_wait(struct barrierd *b, uint64_t stamp_ns, int64_t timeout_ns);
 /* The same for a barrierd_stamp_vtime() stamp. */
@@ -346,7 +353,10 @@ bool barrierd_live(const struct barrierd *b);
  */
 const struct barrierd_header *barrierd_mapping(const struct barrierd *b, size_t *size);
 
-/* The clock reading taken at open: stamps at or below it are refused (-EINVAL). */
+/*
+ * The clock reading taken at open: stamps at or below it are refused (-EINVAL).  For an
+ * attach-later handle, its creation until the file is mapped, then the clock reading of that.
+ */
 uint64_t barrierd_open_ns(const struct barrierd *b);
 
 #ifdef __cplusplus

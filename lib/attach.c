@@ -65,7 +65,13 @@ int bd_attach(struct barrierd *b)
 	     !__atomic_compare_exchange_n(&b->attach_busy, &expected, mine, false, __ATOMIC_ACQUIRE,
 					  __ATOMIC_RELAXED)))
 		return -ENOENT;
-	ret = bd_hdr(b) ? 0 : bd_map_file(b, b->late_path);
+	/*
+	 * A setns() since the handle learnt its offset: the file's times cannot be checked
+	 * against our clock (bd_timens_moved retires the handle, as a wait would).
+	 */
+	ret = bd_hdr(b) ? 0 : bd_timens_moved(b);
+	if (!ret && !bd_hdr(b))
+		ret = bd_map_file(b, b->late_path, true);
 	if (ret)
 		__atomic_store_n(&b->attach_next_ns, host_now(b) + ATTACH_RETRY_NS,
 				 __ATOMIC_RELAXED);
@@ -75,7 +81,12 @@ int bd_attach(struct barrierd *b)
 
 int bd_before_attach(struct barrierd *b)
 {
-	return b->fallback == BARRIERD_FALLBACK_MEMBARRIER ? bd_fallback_membarrier() : -ESTALE;
+	/*
+	 * No value of the file may pass it, ever: -EINVAL, the answer to any stamp at or below
+	 * barrierd_open_ns(), and not -ESTALE, on which a caller would retry for nothing.
+	 * membarrier, run now, is later than the stamp.
+	 */
+	return b->fallback == BARRIERD_FALLBACK_MEMBARRIER ? bd_fallback_membarrier() : -EINVAL;
 }
 
 int bd_detached_wait(struct barrierd *b, int64_t timeout_ns, int64_t *left_ns)

@@ -133,9 +133,10 @@ int bd_open_trusted(const char *path, uid_t trusted_uid, int trusted_uid_set, in
 /*
  * Open, check and map the file at path into b (trust, structure, times from this boot), then
  * publish the mapping (hdr last, release).  0 or -errno; -ENOENT when the file or a directory
- * of its path does not exist (yet).
+ * of its path does not exist; for a handle waiting for its file (late), also while a daemon is
+ * still creating it (unreadable to us, shorter than a header, or no magic yet).
  */
-int bd_map_file(struct barrierd *b, const char *path);
+int bd_map_file(struct barrierd *b, const char *path, bool late);
 
 /* A handle without a file yet (BARRIERD_OPEN_ATTACH_LATER): remember where to look.  0 or -ENOMEM.
  */
@@ -156,7 +157,7 @@ int bd_attach(struct barrierd *b);
  */
 int bd_detached_wait(struct barrierd *b, int64_t timeout_ns, int64_t *left_ns);
 
-/* What a wait for a stamp taken before the file was mapped gets: the fallback, or -ESTALE. */
+/* What a wait for a stamp taken before the file was mapped gets: the fallback, or -EINVAL. */
 int bd_before_attach(struct barrierd *b);
 
 /*

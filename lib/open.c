@@ -100,7 +100,7 @@ static int check_times(const struct barrierd_header *h, uint64_t ncpu, const str
 	return 0;
 }
 
-int bd_map_file(struct barrierd *b, const char *path)
+int bd_map_file(struct barrierd *b, const char *path, bool late)
 {
 	const struct barrierd_ext *ext;
 	int64_t off = bd_timens_current(b);
@@ -113,6 +113,13 @@ int bd_map_file(struct barrierd *b, const char *path)
 	if (off == INT64_MIN)
 		return -EPROTO; /* our time namespace's offset cannot be known */
 	ret = bd_open_trusted(path, b->trusted_uid, b->trusted_uid_set, &fd);
+	/*
+	 * A daemon creating the file (docs/LIFECYCLE.md): 0600 under its umask until its
+	 * fchmod, empty until allocated, zeros until laid out.  For a handle waiting for its file
+	 * that is "not there yet", not an error.
+	 */
+	if (late && ret == -EACCES)
+		return -ENOENT;
 	if (ret)
 		return ret;
 	if (fstat(fd, &st)) {
@@ -122,7 +129,7 @@ int bd_map_file(struct barrierd *b, const char *path)
 	}
 	if (st.st_size < (off_t)sizeof(struct barrierd_header)) {
 		close(fd);
-		return -EPROTO;
+		return late ? -ENOENT : -EPROTO;
 	}
 	size = (size_t)st.st_size;
 	map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
@@ -132,6 +139,8 @@ int bd_map_file(struct barrierd *b, const char *path)
 		return ret;
 	}
 	ret = bd_validate(map, size, &ext, &ncpu);
+	if (ret && late && bd_load(&((const struct barrierd_header *)map)->magic) == 0)
+		ret = -ENOENT;
 	if (!ret)
 		ret = check_times(map, ncpu, ext, off, &now);
 	if (ret) {
@@ -211,7 +220,7 @@ BDLIB_EXPORT int barrierd_open_opts(struct barrierd **out, const char *path,
 		ret = -EINVAL;
 		goto fail;
 	}
-	ret = bd_map_file(b, path);
+	ret = bd_map_file(b, path, flags & BARRIERD_OPEN_ATTACH_LATER);
 	if (ret == -ENOENT && (flags & BARRIERD_OPEN_ATTACH_LATER))
 		ret = bd_attach_later(b, path);
 	if (ret)

@@ -254,25 +254,26 @@ static void sleep_on(const struct barrierd *b, const struct target *t, uint32_t 
 
 /*
  * The daemon is gone (stopped, not running, or its heartbeat older than the liveness bound):
- * sleep until something it would change changes, or the slice ends.  The words: the flags (a
- * restart sets RUNNING, then wakes them), the heartbeat (a stalled daemon that resumes stores
- * it, then wakes it) and the target's global word (a resumed daemon's next publication).  The
+ * sleep until something that would make it live again changes, or the slice ends.  The words:
+ * the flags (a restart sets RUNNING, then wakes them) and the heartbeat (a stalled daemon that
+ * resumes stores it, then wakes it).  Not the global word: while the daemon is not live no
+ * value above the stop snapshot counts, so its changes could only wake us for nothing.  The
  * snapshots were loaded before the liveness check that found the daemon gone, so a change
  * after that check fails the kernel's compare instead of being slept through.  Without
- * futex_waitv, the heartbeat word alone: every way back to live stores it.
+ * futex_waitv, the heartbeat word alone, in slices of at most SLICE_NS: a restart stores a
+ * heartbeat before it sets RUNNING, and that flag change alone would go unseen.
  */
-static void sleep_stale(const struct barrierd *b, const struct target *t, uint32_t snap_global,
-			uint32_t snap_flags, uint32_t snap_hb, int64_t slice_ns)
+static void sleep_stale(const struct barrierd *b, uint32_t snap_flags, uint32_t snap_hb,
+			int64_t slice_ns)
 {
-	struct futex_waitv wv[3];
+	struct futex_waitv wv[2];
 	struct timespec ts;
 
 	waitv_entry(&wv[0], &b->hdr->flags, snap_flags);
 	waitv_entry(&wv[1], &b->hdr->heartbeat_ns, snap_hb);
-	waitv_entry(&wv[2], global_word(b, t), snap_global);
-	if (sleep_waitv(wv, 3, slice_ns))
+	if (sleep_waitv(wv, 2, slice_ns))
 		return;
-	to_timespec(slice_ns, &ts); /* relative */
+	to_timespec(slice_ns < SLICE_NS ? slice_ns : SLICE_NS, &ts); /* relative */
 	syscall(SYS_futex, (const uint32_t *)&b->hdr->heartbeat_ns, FUTEX_WAIT, snap_hb, &ts, NULL,
 		0);
 }
@@ -376,10 +377,12 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 				stale_end = now + bd_liveness_ns(b);
 				if (stale_end > deadline)
 					stale_end = deadline;
+				now = host_now(
+				    b); /* after the stat(): the slice must not outlast the end */
 			}
 			if (now >= stale_end)
 				return -ESTALE;
-			sleep_stale(b, t, snap, snap_flags, snap_hb, (int64_t)(stale_end - now));
+			sleep_stale(b, snap_flags, snap_hb, (int64_t)(stale_end - now));
 			continue;
 		}
 		stale_end = 0; /* live again: a later stall gets its own bound */

@@ -137,10 +137,13 @@ static void attaches_when_the_file_appears(void **state)
 	assert_non_null(barrierd_mapping(f->b, NULL));
 	assert_true(barrierd_live(f->b));
 	assert_true(barrierd_open_ns(f->b) >= old_ns);
-	/* Stamps older than the file: nothing in the file may pass them; the fallback may. */
+	/*
+	 * Stamps older than the file: nothing in the file may pass them, ever (-EINVAL, as any
+	 * stamp at or below open_ns: not -ESTALE, which a caller would retry); the fallback may.
+	 */
 	assert_false(barrierd_passed(f->b, old_ns));
-	assert_int_equal(barrierd_wait(f->b, old_ns, TEST_HANG_GUARD_NS), -ESTALE);
-	assert_int_equal(barrierd_wait_vtime(f->b, old_vt, TEST_HANG_GUARD_NS), -ESTALE);
+	assert_int_equal(barrierd_wait(f->b, old_ns, TEST_HANG_GUARD_NS), -EINVAL);
+	assert_int_equal(barrierd_wait_vtime(f->b, old_vt, TEST_HANG_GUARD_NS), -EINVAL);
 	assert_int_equal(barrierd_wait(f->fb, old_fb, TEST_HANG_GUARD_NS), membarrier_result());
 	/* New stamps are served by the daemon as on any handle. */
 	assert_int_equal(barrierd_wait(f->b, barrierd_stamp_ns(f->b), TEST_HANG_GUARD_NS), 0);
@@ -194,10 +197,16 @@ static void relative_path_kept(void **state)
 	assert_int_equal(chdir(cwd), 0);
 }
 
-/* Many threads retrying while the file appears: every one ends with a barrier, none crashes. */
+/*
+ * Many threads retrying while the file appears: every one ends with a barrier, none crashes,
+ * and no stamp at or below the file's open_ns ever passes.  Half retry barriers, half take a
+ * stamp and wait for it (a stamp that predates the file: -EINVAL, then a new one).
+ */
 struct racer {
 	struct barrierd *b;
+	bool stamps;
 	int ok, stale, other; /* other: the last other error */
+	uint64_t passed;      /* the stamp that passed (stamps) */
 	pthread_t t;
 };
 
@@ -207,7 +216,14 @@ static void *racer_main(void *arg)
 	uint64_t t0 = bd_mono_ns();
 
 	while (bd_mono_ns() - t0 < TEST_HANG_GUARD_NS) {
-		int ret = barrierd_barrier(r->b, 50 * TEST_MS);
+		uint64_t s = barrierd_stamp_ns(r->b);
+		int ret = r->stamps ? barrierd_wait(r->b, s, 50 * TEST_MS)
+				    : barrierd_barrier(r->b, 50 * TEST_MS);
+
+		if (ret == 0 && r->stamps)
+			r->passed = s;
+		if (ret == -EINVAL && r->stamps)
+			continue; /* stamped before the file was mapped */
 
 		if (ret == 0) {
 			r->ok++;
@@ -228,7 +244,7 @@ static void threads_attach_together(void **state)
 	struct racer r[8];
 
 	for (int i = 0; i < 8; i++) {
-		r[i] = (struct racer){.b = f->b};
+		r[i] = (struct racer){.b = f->b, .stamps = i % 2};
 		assert_int_equal(pthread_create(&r[i].t, NULL, racer_main, &r[i]), 0);
 	}
 	test_sleep_ns(80 * TEST_MS);
@@ -237,6 +253,8 @@ static void threads_attach_together(void **state)
 		pthread_join(r[i].t, NULL);
 		assert_int_equal(r[i].other, 0);
 		assert_int_equal(r[i].ok, 1);
+		if (r[i].stamps)
+			assert_true(r[i].passed > barrierd_open_ns(f->b));
 	}
 }
 

@@ -97,6 +97,19 @@ long syscall(long n, ...)
 	return real(n, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
+/* The detached handle's back-off (lib/attach.c) sleeps with clock_nanosleep: recorded too. */
+int clock_nanosleep(clockid_t clk, int flags, const struct timespec *req, struct timespec *rem)
+{
+	static int (*real)(clockid_t, int, const struct timespec *, struct timespec *);
+
+	if (!real)
+		real = (int (*)(clockid_t, int, const struct timespec *, struct timespec *))dlsym(
+		    RTLD_NEXT, "clock_nanosleep");
+	if (__atomic_load_n(&recording, __ATOMIC_RELAXED) && clk == CLOCK_MONOTONIC)
+		record_end(flags & TIMER_ABSTIME ? ts_ns(req) : bd_mono_ns() + ts_ns(req));
+	return real(clk, flags, req, rem);
+}
+
 static void rec_start(void)
 {
 	__atomic_store_n(&max_end, 0, __ATOMIC_RELAXED);
@@ -229,32 +242,47 @@ static void stale_backs_off_within_deadline(void **state)
 	assert_int_equal(__atomic_load_n(&sleeps, __ATOMIC_RELAXED), 0);
 }
 
-/* A caller that retries on -ESTALE does not spin: a handful of calls a second, mostly asleep. */
-static void stale_retry_loop_does_not_spin(void **state)
+/*
+ * A caller that retries on -ESTALE does not spin: a handful of calls a second, mostly asleep.
+ * Both ways to retry: a new barrier each time, or the same stamp waited for again.
+ */
+static void retry_loop(struct fx *f, bool same_stamp)
 {
-	struct fx *f = *state;
+	uint64_t s = stamp(f->b), t0, cpu;
 	struct timespec c0, c1;
-	uint64_t t0, cpu;
 	unsigned calls = 0;
 
-	stall(f);
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
 	t0 = bd_mono_ns();
 	while (bd_mono_ns() - t0 < TEST_SEC) {
-		assert_int_equal(barrierd_barrier(f->b, TEST_SEC), -ESTALE);
+		int r = same_stamp ? barrierd_wait(f->b, s, TEST_SEC)
+				   : barrierd_barrier(f->b, TEST_SEC);
+
+		assert_int_equal(r, -ESTALE);
 		calls++;
 	}
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
 	cpu = ts_ns(&c1) - ts_ns(&c0);
-	print_message("stale daemon, retry loop: %u calls and %.2f ms of CPU in 1 s\n", calls,
-		      (double)cpu / TEST_MS);
+	print_message("stale daemon, retry loop (%s): %u calls and %.2f ms of CPU in 1 s\n",
+		      same_stamp ? "one stamp" : "barriers", calls, (double)cpu / TEST_MS);
 	/* One call per liveness bound (300 ms): 4 in a second, 5 with rounding. */
 	assert_true(calls <= 5);
 	assert_true(cpu < 100 * TEST_MS);
 }
 
+static void stale_retry_loop_does_not_spin(void **state)
+{
+	struct fx *f = *state;
+
+	stall(f);
+	retry_loop(f, false);
+	retry_loop(f, true);
+}
+
 struct revive {
 	struct fake_daemon *s;
+	const uint64_t *sleeper; /* first wait until the waiter sleeps on this word */
+	int saw_sleeper;
 	uint64_t after;
 	uint64_t flags; /* restart_main: the running daemon's flags */
 	pthread_t t;
@@ -265,7 +293,12 @@ static void *revive_main(void *arg)
 {
 	struct revive *r = arg;
 
-	test_sleep_ns(60 * TEST_MS);
+	/*
+	 * Found asleep on the heartbeat word (its wake is spurious, and it goes back to sleep):
+	 * the back-off watches it, and the heartbeat's wake below is what ends the wait.
+	 */
+	if (r->sleeper)
+		r->saw_sleeper = test_await_sleeper(r->sleeper, TEST_HANG_GUARD_NS / 2);
 	bd_store(&r->s->h->heartbeat_ns, bd_mono_ns());
 	syscall(SYS_futex, (uint32_t *)&r->s->h->heartbeat_ns, FUTEX_WAKE, INT32_MAX, NULL, NULL,
 		0);
@@ -277,7 +310,7 @@ static void *revive_main(void *arg)
 static void stall_then_resume_passes(void **state)
 {
 	struct fx *f = *state;
-	struct revive r = {.s = &f->s};
+	struct revive r = {.s = &f->s, .sleeper = &f->s.h->heartbeat_ns};
 	uint64_t s = stamp(f->b);
 	int ret;
 
@@ -287,6 +320,7 @@ static void stall_then_resume_passes(void **state)
 	ret = barrierd_wait(f->b, s, TEST_HANG_GUARD_NS);
 	pthread_join(r.t, NULL); /* before any assert: it writes the file */
 	assert_int_equal(ret, 0);
+	assert_true(r.saw_sleeper);
 }
 
 /*
@@ -299,7 +333,8 @@ static void *restart_main(void *arg)
 	struct revive *r = arg;
 	struct barrierd_header *h = r->s->h;
 
-	test_sleep_ns(30 * TEST_MS);
+	/* Asleep on the flags word: the restart's change of the flags is what wakes it. */
+	r->saw_sleeper = test_await_sleeper(&h->flags, TEST_HANG_GUARD_NS / 2);
 	bd_store(&h->generation, bd_load(&h->generation) + 1);
 	bd_store(&h->daemon_pid, bd_load(&h->daemon_pid) + 1);
 	bd_store(&h->heartbeat_ns, bd_mono_ns());
@@ -322,6 +357,7 @@ static void restart_during_backoff_passes(void **state)
 	ret = barrierd_wait(f->b, s, TEST_HANG_GUARD_NS);
 	pthread_join(r.t, NULL);
 	assert_int_equal(ret, 0);
+	assert_true(r.saw_sleeper);
 }
 
 /* The file went away under the handle: -EIDRM at once, not a back-off for nothing. */
@@ -374,6 +410,27 @@ static void truncated_file_eidrm(void **state)
 	file_gone(*state, act_truncate);
 }
 
+/* A handle still waiting for its file backs off within the deadline too. */
+static void detached_backoff_within_deadline(void **state)
+{
+	struct fx *f = *state;
+	struct barrierd_open_opts o = {.sz = sizeof(o), .flags = BARRIERD_OPEN_ATTACH_LATER};
+	char late[PATH_MAX + 8];
+	struct barrierd *b = NULL;
+	uint64_t t0;
+
+	snprintf(late, sizeof(late), "%s/late", f->s.dir);
+	assert_int_equal(fake_open_lib(&b, late, &o), 0);
+	rec_start();
+	t0 = bd_mono_ns();
+	assert_int_equal(barrierd_barrier(b, 40 * TEST_MS), -ESTALE);
+	rec_stop();
+	assert_true(bd_mono_ns() - t0 >= 40 * TEST_MS);
+	assert_within(t0 + 40 * TEST_MS);
+	assert_true(__atomic_load_n(&sleeps, __ATOMIC_RELAXED) >= 1);
+	barrierd_close(b);
+}
+
 /* With the fallback, a stale daemon still means membarrier at once (its own result). */
 static void stale_with_fallback_falls_back(void **state)
 {
@@ -401,6 +458,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(replaced_file_eidrm, setup, teardown),
 	    cmocka_unit_test_setup_teardown(truncated_file_eidrm, setup, teardown),
 	    cmocka_unit_test_setup_teardown(stale_with_fallback_falls_back, setup, teardown),
+	    cmocka_unit_test_setup_teardown(detached_backoff_within_deadline, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
