@@ -10,6 +10,7 @@
 
 #include <dirent.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -122,6 +123,11 @@ static void readiness_watchdog_sandbox(void **state)
 	assert_true(m->flags & BARRIERD_FLAG_RUNNING);
 	assert_int_equal(m->daemon_pid, (uint64_t)H.pid);
 	check_sandboxed(H.pid);
+	/*
+	 * The main thread stores the heartbeat: at SCHED_FIFO, so that a machine full of runnable
+	 * threads cannot delay it past the liveness bound (docs/LIFECYCLE.md, start-up step 14).
+	 */
+	assert_int_equal(sched_getscheduler(H.pid), SCHED_FIFO);
 
 	/* 30 s under the sandbox: barriers, doorbell, watchdog and status keep coming. */
 	rings_before =

@@ -114,14 +114,14 @@ for st in /proc/"$pid"/task/*/status; do
 	grep -q '^CapBnd:[[:space:]]*000000c000800000$' "$st" || fail "$st: $(grep CapBnd "$st")"
 done
 for s in /proc/"$pid"/task/*/stat; do
-	# field 41: scheduling policy; 1 = SCHED_FIFO (the doorbell thread)
+	# field 41: scheduling policy; 1 = SCHED_FIFO (the main and doorbell threads)
 	[ "$(sed 's/.*) //' "$s" | awk '{print $39}')" = 1 ] && fifo=$((fifo + 1))
 done
 [ "$threads" -ge 2 ] || fail "$threads threads"
-[ "$fifo" = 1 ] || fail "$fifo SCHED_FIFO threads, expected the doorbell thread only"
+[ "$fifo" = 2 ] || fail "$fifo SCHED_FIFO threads, expected the main and doorbell threads"
 [ "$(readlink /proc/"$pid"/ns/net)" != "$(readlink /proc/1/ns/net)" ] || fail "PrivateNetwork not in effect"
 [ "$(readlink /proc/"$pid"/ns/mnt)" != "$(readlink /proc/1/ns/mnt)" ] || fail "no mount namespace"
-pass "$threads threads: Seccomp 2, NoNewPrivs 1, CapEff 0, CapBnd bpf+perfmon+sys_nice; doorbell SCHED_FIFO"
+pass "$threads threads: Seccomp 2, NoNewPrivs 1, CapEff 0, CapBnd bpf+perfmon+sys_nice; main and doorbell SCHED_FIFO"
 
 begin environment-file
 "$barrierctl" status --json >"$R/status.json"
