@@ -42,7 +42,7 @@ build_arg=${1:-build}
 build=$(cd "$build_arg" && pwd)
 for f in src/barrierd src/barrierctl bench/bench_notify bench/bench_ipi bench/bench_waiters \
 	bench/bench_util bench/bench_flood bench/bench_orig bench/bench_getpid bench/bench_bpf \
-	bench/bench_model; do
+	bench/bench_model bench/bench_overshoot; do
 	[ -x "$build/$f" ] || die "$build/$f is missing: build the tree first (cmake --build $build_arg)"
 done
 for t in taskset setpriv od awk sort nice; do
@@ -50,7 +50,7 @@ for t in taskset setpriv od awk sort nice; do
 done
 
 quick=${BENCH_QUICK:-0}
-sections=${BENCH_SECTIONS:-1 2 3 4 5 6 7}
+sections=${BENCH_SECTIONS:-1 2 3 4 5 6 7 8}
 scale() { # full quick
 	if [ "$quick" = 1 ]; then echo "$2"; else echo "$1"; fi
 }
@@ -537,6 +537,15 @@ if want 7; then
 	log "CPU scaling model: publisher_pass() on simulated slot arrays, ncpu 1..4096"
 	rm -f "$out/cpu_scaling.csv"
 	"$build/bench/bench_model" "$out/cpu_scaling.csv" 4096
+fi
+
+# ---- 8: wait overshoot -----------------------------------------------------------------------------
+
+if want 8; then
+	# The fake daemon of the tests (its own file): waits that cannot pass, quiet and under 1000
+	# runnable threads.  The library never sleeps past a deadline; this is the scheduler's part.
+	log "wait overshoot past the timeout: live and stale daemon, quiet and 1000 runnable threads"
+	"$build/bench/bench_overshoot" "$(scale 200 40)" "$out/overshoot.csv" >"$out/overshoot.md"
 fi
 
 stop_daemon
