@@ -57,7 +57,8 @@ struct daemon {
 	uint64_t armed_until, tick_ns;
 	uint64_t credit_due; /* when cfd fires (absolute CLOCK_MONOTONIC), 0: not set */
 	bool credit_pending;
-	bool foreign; /* another process wrote the file: reset it at the stop */
+	bool foreign;	/* another process wrote the file: reset it at the stop */
+	bool sandboxed; /* the filter is in force: no unlinkat from here on */
 #ifdef BARRIERD_TEST_HOOKS
 	pthread_t hook_thread;
 	uint32_t hook_go; /* futex: SIGUSR1 asks the hook thread to detach */
@@ -331,6 +332,7 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot sandbox the daemon: %s", strerror(-ret));
 		return ret;
 	}
+	d->sandboxed = true;
 
 	/* Publish: liveness fields, then the running flag last. */
 	bd_store(&h->generation, bd_load(&h->generation) + 1);
@@ -380,6 +382,17 @@ static void send_status(struct daemon *d, uint64_t now)
 	notify_send(&d->notify, msg);
 }
 
+/*
+ * The file holds words we did not write.  A truncation zeroes the words past the new end as
+ * surely as a foreign writer changes them: say which it was (state_file_check logs it), since
+ * a truncated file must not be reset (every store past its end would fault).
+ */
+static void foreign_or_fault(struct daemon *d)
+{
+	if (state_file_check(&d->sf) != -EIO)
+		d->foreign = true;
+}
+
 /* Run a pass, repeating while the watermark handshake asks for it. */
 static int run_pass(struct daemon *d, bool credit)
 {
@@ -389,13 +402,13 @@ static int run_pass(struct daemon *d, bool credit)
 	for (int i = 0; i < MAX_AGAIN && again; i++) {
 		ret = publisher_pass(&d->pub, credit && i == 0, &again);
 		if (ret == -EBUSY)
-			d->foreign = true;
+			foreign_or_fault(d);
 		if (ret)
 			return ret;
 	}
 	ret = publisher_heartbeat(&d->pub, bd_mono_ns());
 	if (ret) {
-		d->foreign = true;
+		foreign_or_fault(d);
 		return ret;
 	}
 	return again ? 1 : 0;
@@ -427,11 +440,18 @@ static int on_tick(struct daemon *d, bool *fold)
 
 	if (read(d->tfd, &v, sizeof(v)) < 0)
 		return 0;
+	/*
+	 * The file itself before any of its words: truncated (the mapping would fault), replaced
+	 * or removed (we would publish into an inode no new client opens).  Two stats a period.
+	 */
+	ret = state_file_check(&d->sf);
+	if (ret)
+		return ret;
 	now = bd_mono_ns();
 	/* The heartbeat vouches for every word below it: checked first (DESIGN rule 10). */
 	ret = publisher_heartbeat(&d->pub, now);
 	if (ret) {
-		d->foreign = true;
+		foreign_or_fault(d);
 		return ret;
 	}
 	/* The main loop pings the watchdog: a wedged loop stops the pings. */
@@ -579,6 +599,7 @@ int daemon_run(const struct barrierd_options *o)
 {
 	struct daemon d;
 	char err[512] = "";
+	bool started = false;
 	int ret;
 
 	memset(&d, 0, sizeof(d));
@@ -586,11 +607,12 @@ int daemon_run(const struct barrierd_options *o)
 	d.epfd = d.tfd = d.sfd = d.cfd = d.online_fd = -1;
 	d.notify.fd = -1;
 	d.bell.efd = -1;
-	d.sf.fd = d.sf.lock_fd = d.sf.inode_lock_fd = -1;
+	d.sf.fd = d.sf.lock_fd = d.sf.inode_lock_fd = d.sf.dfd = d.sf.lock_dfd = -1;
 	ret = setup(&d, err, sizeof(err));
 	if (ret) {
 		log_err("%s", err[0] ? err : strerror(-ret));
 	} else {
+		started = true;
 		log_info("serving %s: %llu CPUs, %zu tracepoints, generation %llu, vtime %llu",
 			 o->state_path, (unsigned long long)d.sf.ncpu, d.probes.n_links,
 			 (unsigned long long)d.sf.hdr->generation, (unsigned long long)d.pub.vtime);
@@ -612,19 +634,41 @@ int daemon_run(const struct barrierd_options *o)
 	}
 #endif
 	doorbell_stop(&d.bell);
-	/* What we stop on must be ours: a foreign value found now is reset, not snapshotted. */
-	if (d.sf.hdr && !d.foreign && d.pub.ns && publisher_check(&d.pub))
-		d.foreign = true;
-	if (d.sf.hdr && d.foreign) {
-		/* Another writer: none of the words can be vouched for (DESIGN rule 10). */
-		state_file_reset_foreign(&d.sf);
+	/*
+	 * The file itself first: truncated, replaced or removed since the last heartbeat?  A
+	 * truncated file gets the stopped flag only (state_file_stop_truncated); a replaced or
+	 * removed one is still our inode, stopped as usual, and the path is never touched: what
+	 * it names now is someone else's.
+	 */
+	if (d.sf.hdr && state_file_check(&d.sf) && !ret)
+		ret = -ESTALE;
+	if (d.sf.hdr && d.sf.fault == STATE_FILE_TRUNCATED) {
+		state_file_stop_truncated(&d.sf);
 	} else if (d.sf.hdr) {
-		/* Valid but stopped: values stay (they are true), clients see no one publishes. */
-		/* What we published; nothing, if the publisher never started (zeros: the reset). */
-		state_file_set_stopped(&d.sf, d.pub.ns ? d.pub.g_ns : 0, d.pub.ns ? d.pub.g_vt : 0);
+		/* What we stop on must be ours: a foreign value found now is reset, not kept. */
+		if (!d.foreign && d.pub.ns && publisher_check(&d.pub))
+			d.foreign = true;
+		if (d.foreign) {
+			/* Another writer: none of the words can be vouched for (DESIGN rule 10). */
+			state_file_reset_foreign(&d.sf);
+		} else {
+			/*
+			 * Valid but stopped: values stay (they are true), clients see no one
+			 * publishes.  The snapshot is what we published; nothing, if the
+			 * publisher never started (zeros: the reset).
+			 */
+			state_file_set_stopped(&d.sf, d.pub.ns ? d.pub.g_ns : 0,
+					       d.pub.ns ? d.pub.g_vt : 0);
+		}
 	}
 	probes_destroy(&d.probes);
 	publisher_free(&d.pub);
+	/*
+	 * A failed start removes what it created (a new state file, the lock files): never a
+	 * file it found, which it has reset and leaves.  Under the sandbox it cannot unlink.
+	 */
+	if (!started && !d.sandboxed)
+		state_file_discard(&d.sf);
 	state_file_close(&d.sf);
 	if (d.epfd >= 0)
 		close(d.epfd);

@@ -10,6 +10,7 @@
 #include <linux/futex.h>
 #include <sched.h>
 #include <semaphore.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
@@ -42,6 +43,17 @@ static void *doorbell_main(void *arg)
 
 		if (d->stop)
 			break;
+		if (r != 0 && errno == EFAULT) {
+			/*
+			 * The word's page is gone: the state file was truncated under us.  Waiting
+			 * again would fail at once, forever; the main loop's heartbeat (or its
+			 * SIGBUS handler) stops the daemon.
+			 */
+			log_warn(
+			    "doorbell: the state file's doorbell word is gone (file truncated?); "
+			    "no more rings");
+			break;
+		}
 		if (r != 0 && errno != EAGAIN)
 			continue; /* EINTR */
 		/* One eventfd write per wake; the main loop coalesces everything pending. */
@@ -67,11 +79,23 @@ static void *doorbell_main(void *arg)
 	return NULL;
 }
 
+/* Interrupts the thread's FUTEX_WAIT (no SA_RESTART): see doorbell_stop. */
+static void on_wake_signal(int sig)
+{
+	(void)sig;
+}
+
 int doorbell_start(struct doorbell *d, uint64_t *word, struct probes *probes, uint64_t rate)
 {
 	pthread_attr_t attr;
 	struct sched_param sp = {.sched_priority = 1};
+	struct sigaction sa;
 	int ret;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_wake_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(DOORBELL_WAKE_SIGNAL, &sa, NULL);
 
 	memset(d, 0, sizeof(*d));
 	d->word = word;
@@ -114,8 +138,13 @@ void doorbell_stop(struct doorbell *d)
 		while (pthread_tryjoin_np(d->thread, NULL) == EBUSY) {
 			struct timespec ts = {0, 1000000};
 
-			syscall(SYS_futex, (uint32_t *)d->word, FUTEX_WAKE, INT32_MAX, NULL, NULL,
-				0);
+			/*
+			 * A wake of a word whose page was truncated away fails (EFAULT) and the
+			 * thread's wait never ends by itself: interrupt it with a signal.
+			 */
+			if (syscall(SYS_futex, (uint32_t *)d->word, FUTEX_WAKE, INT32_MAX, NULL,
+				    NULL, 0) < 0)
+				pthread_kill(d->thread, DOORBELL_WAKE_SIGNAL);
 			nanosleep(&ts, NULL);
 		}
 		d->started = false;

@@ -7,6 +7,7 @@
 #define BARRIERD_DOORBELL_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -29,6 +30,12 @@ struct doorbell {
  * thieves waiting on the word cannot starve it).  Returns once the thread registered its tid.
  */
 int doorbell_start(struct doorbell *d, uint64_t *word, struct probes *probes, uint64_t rate);
+/*
+ * Stop and join the thread: a FUTEX_WAKE of its word, or, if that fails (the state file was
+ * truncated: its page is gone), DOORBELL_WAKE_SIGNAL sent to the thread, whose no-op handler
+ * ends its FUTEX_WAIT with EINTR.  SIGURG: ignored by default, so a stray one harms nothing.
+ */
+#define DOORBELL_WAKE_SIGNAL SIGURG
 void doorbell_stop(struct doorbell *d);
 
 #endif

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "sandbox.h"
+#include "doorbell.h"
 #include "log.h"
 #include "state_file.h"
 
@@ -87,6 +88,13 @@ int sandbox_install_filter(uint64_t *flags_word)
 	    SCMP_SYS(timerfd_settime),
 	    SCMP_SYS(rseq),
 	    SCMP_SYS(set_robust_list),
+	    /*
+	     * The heartbeat's check of the state file (state_file_check): fstat of our
+	     * descriptor, lstat of the path (glibc makes both newfstatat; fstat for other
+	     * libcs).  Metadata only; the SIGBUS handler's fstat too.
+	     */
+	    SCMP_SYS(newfstatat),
+	    SCMP_SYS(fstat),
 	};
 	struct sigaction sa;
 	scmp_filter_ctx ctx;
@@ -111,6 +119,14 @@ int sandbox_install_filter(uint64_t *flags_word)
 	if (!ret)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
 				       SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+	/*
+	 * The stop's wake of the doorbell thread when its word's page was truncated away
+	 * (doorbell_stop): pthread_kill, to this process only, with that one signal.
+	 */
+	if (!ret)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 2,
+				       SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid()),
+				       SCMP_A2(SCMP_CMP_EQ, DOORBELL_WAKE_SIGNAL));
 	if (!ret)
 		ret = seccomp_load(ctx);
 	seccomp_release(ctx);

@@ -5,10 +5,13 @@
 #include "log.h"
 #include "path_trust.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +252,199 @@ static void write_layout(struct state_file *sf)
 	bd_store(&h->magic, BARRIERD_MAGIC);
 }
 
+/*
+ * The SIGBUS guard.  Root (a log rotation, an admin) can truncate the state file while it is
+ * mapped; the next access past the new end raises SIGBUS, in a pass or a heartbeat, before the
+ * heartbeat's size check (state_file_check) can see it.  Set before a mapping is touched and
+ * cleared before it is unmapped, on the main thread, the only one that accesses the mapping
+ * (the doorbell thread only passes the address to futex(), which returns EFAULT instead).
+ */
+static struct {
+	uintptr_t base;
+	size_t len;
+	int fd;
+	const char *path;
+} bus_guard;
+static volatile sig_atomic_t bus_busy;
+
+static void bus_guard_set(void *base, size_t len, int fd, const char *path)
+{
+	bus_guard.fd = fd;
+	bus_guard.path = path;
+	bus_guard.len = len;
+	bus_guard.base = (uintptr_t)base;
+}
+
+/* Async-signal-safe appenders for the handler's one line (no stdio in a signal handler). */
+static size_t put_str(char *buf, size_t n, size_t len, const char *s)
+{
+	while (*s && n + 1 < len)
+		buf[n++] = *s++;
+	return n;
+}
+
+static size_t put_num(char *buf, size_t n, size_t len, unsigned long long v)
+{
+	char t[24];
+	int k = 0;
+
+	do {
+		t[k++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (k && n + 1 < len)
+		buf[n++] = t[--k];
+	return n;
+}
+
+/*
+ * Async-signal-safe: fstat(2), one CAS and FUTEX_WAKE on the flags word, write(2), _exit(2).
+ * No siglongjmp back into a pass: the pass was half done, and nothing it stored can be
+ * vouched for in a file someone else cut.  The stopped flag is the only word written, and
+ * only if the file still holds it (page 0 then stays mapped).  SA_NODEFER: a fault inside the
+ * handler (the file shrank again) re-enters it, which exits at once instead of being killed.
+ */
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	static const char again[] = "<3>barrierd: the state file faulted again while stopping\n";
+	uintptr_t a = (uintptr_t)si->si_addr, base = bus_guard.base;
+	struct sigaction dfl;
+	struct stat st;
+	char msg[PATH_MAX + 256];
+	long long size = -1;
+	size_t n = 0;
+
+	(void)sig;
+	(void)uc;
+	if (bus_busy) {
+		if (write(2, again, sizeof(again) - 1) < 0) {
+		}
+		_exit(STATE_FILE_SIGBUS_EXIT);
+	}
+	if (si->si_code != BUS_ADRERR || !base || a < base || a - base >= bus_guard.len) {
+		/*
+		 * Not our mapping: the default action, by faulting again on return.  (A SIGBUS
+		 * sent with kill is thereby ignored once.)
+		 */
+		dfl.sa_handler = SIG_DFL;
+		dfl.sa_flags = 0;
+		sigemptyset(&dfl.sa_mask);
+		sigaction(SIGBUS, &dfl, NULL);
+		return;
+	}
+	bus_busy = 1;
+	if (fstat(bus_guard.fd, &st) == 0)
+		size = (long long)st.st_size;
+	n = put_str(msg, n, sizeof(msg), "<3>barrierd: state file ");
+	n = put_str(msg, n, sizeof(msg), bus_guard.path);
+	if (size >= 0 && (size_t)size < bus_guard.len) {
+		n = put_str(msg, n, sizeof(msg), " was truncated to ");
+		n = put_num(msg, n, sizeof(msg), (unsigned long long)size);
+		n = put_str(msg, n, sizeof(msg), " bytes");
+	} else {
+		n = put_str(msg, n, sizeof(msg), " was truncated");
+	}
+	n = put_str(msg, n, sizeof(msg), " under the daemon (its mapping faulted at offset ");
+	n = put_num(msg, n, sizeof(msg), (unsigned long long)(a - base));
+	if (size >= (long long)(offsetof(struct barrierd_header, flags) + 8)) {
+		state_flags_update(&((struct barrierd_header *)base)->flags,
+				   BARRIERD_FLAGS_STATE_MASK, BARRIERD_FLAG_STOPPED);
+		n = put_str(msg, n, sizeof(msg), "); marked stopped, exiting\n");
+	} else {
+		n = put_str(msg, n, sizeof(msg), "); nothing written, exiting\n");
+	}
+	if (write(2, msg, n) < 0) {
+	}
+	_exit(STATE_FILE_SIGBUS_EXIT);
+}
+
+static void install_sigbus(void)
+{
+	static bool done;
+	struct sigaction sa;
+
+	if (done)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_sigbus;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGBUS, &sa, NULL) == 0)
+		done = true;
+}
+
+/*
+ * Does name in dfd still name the file open as fd?  Checked after taking a lock on a file that
+ * may have been unlinked meanwhile (a failed start and the clean-up of stale locks unlink a
+ * lock file only while holding its lock): a lock on a nameless file guards nothing.
+ */
+static bool names_fd(int dfd, const char *name, int fd)
+{
+	struct stat a, b;
+
+	return fstat(fd, &a) == 0 && fstatat(dfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+static const char *file_kind(mode_t m)
+{
+	if (S_ISLNK(m))
+		return "a symlink";
+	if (S_ISFIFO(m))
+		return "a FIFO";
+	if (S_ISSOCK(m))
+		return "a socket";
+	if (S_ISCHR(m))
+		return "a character device";
+	if (S_ISBLK(m))
+		return "a block device";
+	if (S_ISDIR(m))
+		return "a directory";
+	return "not a file";
+}
+
+/*
+ * Refuse anything but a regular file at name before opening it.  Opening a device runs its
+ * driver, a FIFO or a socket fails or succeeds with an error that names something else.  The
+ * directory is trusted (path_trust_dir_chain): nobody but root swaps the entry afterwards, and
+ * path_trust_file checks the opened file again.  Missing is fine (it is created).
+ */
+static int refuse_special(int dfd, const char *name, const char *what, const char *path, char *err,
+			  size_t errlen)
+{
+	struct stat st;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) || S_ISREG(st.st_mode))
+		return 0;
+	snprintf(err, errlen, "refusing %s %s: not a regular file (%s)", what, path,
+		 file_kind(st.st_mode));
+	return -EPERM;
+}
+
+/*
+ * Open name in dfd read-write, creating it (mode) if missing; *created says whether this call
+ * created it (only that is ever unlinked again).  -errno on failure.
+ */
+static int open_or_create(int dfd, const char *name, mode_t mode, bool *created)
+{
+	int fd = -1;
+
+	*created = false;
+	for (int tries = 0; fd < 0 && tries < 3; tries++) {
+		fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (fd >= 0 || errno != ENOENT)
+			break;
+		fd = openat(dfd, name,
+			    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
+				O_CLOEXEC,
+			    mode);
+		*created = fd >= 0;
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	return fd < 0 ? -errno : fd;
+}
+
 void state_file_inode_lock_name(char *out, size_t len, unsigned long long dev,
 				unsigned long long ino)
 {
@@ -354,6 +550,52 @@ static int open_lock_dir(int state_dfd, char *dir_name, size_t dlen, char *err, 
 }
 
 /*
+ * Remove the lock files of inodes nobody serves.  The clean stop cannot remove its own (the
+ * sandbox forbids unlinking), and a state file that is removed or replaced leaves the lock of
+ * its dead inode behind: without this, one file per state-file inode ever served accumulates.
+ * A file is removed only while we hold its lock, and every locker checks after locking that
+ * the name still names its file (names_fd), retrying otherwise; a locker that meets our lock
+ * in the microseconds we hold it retries too (lock_inode).  Only names of our pattern, only
+ * regular files with one link.
+ */
+static void collect_stale_locks(int lock_dfd, const char *keep)
+{
+	int dfd = openat(lock_dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct dirent *e;
+	DIR *dir;
+
+	if (dfd < 0)
+		return;
+	dir = fdopendir(dfd);
+	if (!dir) {
+		close(dfd);
+		return;
+	}
+	while ((e = readdir(dir))) {
+		struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+		unsigned int maj, min;
+		unsigned long long ino;
+		struct stat st;
+		int n = 0, fd;
+
+		if (sscanf(e->d_name, "dev-%u:%u-ino-%llu.lock%n", &maj, &min, &ino, &n) != 3 ||
+		    n == 0 || e->d_name[n] || strcmp(e->d_name, keep) == 0)
+			continue;
+		if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+			continue;
+		fd =
+		    openat(dfd, e->d_name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
+		    fcntl(fd, F_OFD_SETLK, &fl) == 0 && names_fd(dfd, e->d_name, fd))
+			unlinkat(dfd, e->d_name, 0);
+		close(fd); /* releases the lock, if taken */
+	}
+	closedir(dir);
+}
+
+/*
  * Single instance, per inode: an OFD write lock on a 0600 file named after the state file's
  * (st_dev, st_ino), in a directory only root (or we) can write.  No user can open that file,
  * so no user can hold its lock; a second daemon reaching the same inode under another name (a
@@ -365,40 +607,71 @@ static int lock_inode(struct state_file *sf, int state_dfd, const struct stat *s
 		      size_t errlen)
 {
 	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
-	char dir_name[PATH_MAX], name[NAME_MAX], lock_path[PATH_MAX + NAME_MAX + 2], who[128];
+	char dir_name[PATH_MAX], lock_path[PATH_MAX + NAME_MAX + 2], who[128];
+	const char *name = sf->inode_lock_name;
 	char pid[32];
-	int dfd, ret, n;
+	int ret = 0, n;
 
-	dfd = open_lock_dir(state_dfd, dir_name, sizeof(dir_name), err, errlen);
-	if (dfd < 0)
-		return dfd;
-	state_file_inode_lock_name(name, sizeof(name), (unsigned long long)st->st_dev,
-				   (unsigned long long)st->st_ino);
-	snprintf(lock_path, sizeof(lock_path), "%s/%s", dir_name, name);
-	sf->inode_lock_fd =
-	    openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
-	ret = sf->inode_lock_fd < 0 ? -errno : 0;
-	close(dfd);
-	if (ret) {
-		snprintf(err, errlen, "cannot open lock file %s: %s%s", lock_path, strerror(-ret),
-			 ret == -ELOOP ? " (a symlink: refused)" : "");
+	sf->lock_dfd = open_lock_dir(state_dfd, dir_name, sizeof(dir_name), err, errlen);
+	if (sf->lock_dfd < 0) {
+		ret = sf->lock_dfd;
+		sf->lock_dfd = -1;
 		return ret;
 	}
-	ret = path_trust_file(sf->inode_lock_fd, "lock file", lock_path, err, errlen);
-	if (ret)
-		return ret;
-	if (fcntl(sf->inode_lock_fd, F_OFD_SETLK, &fl)) {
+	state_file_inode_lock_name(sf->inode_lock_name, sizeof(sf->inode_lock_name),
+				   (unsigned long long)st->st_dev, (unsigned long long)st->st_ino);
+	snprintf(lock_path, sizeof(lock_path), "%s/%s", dir_name, name);
+	collect_stale_locks(sf->lock_dfd, name);
+	/*
+	 * Retried when the name stopped naming the file we locked (another start unlinked it
+	 * while holding its lock), and briefly when the lock is held (collect_stale_locks of
+	 * another start holds an unused one for microseconds).
+	 */
+	for (int tries = 0; tries < 8; tries++) {
+		if (sf->inode_lock_fd >= 0)
+			close(sf->inode_lock_fd);
+		sf->inode_lock_fd = -1;
+		ret = refuse_special(sf->lock_dfd, name, "lock file", lock_path, err, errlen);
+		if (ret)
+			return ret;
+		sf->inode_lock_fd =
+		    open_or_create(sf->lock_dfd, name, 0600, &sf->inode_lock_created);
+		if (sf->inode_lock_fd < 0) {
+			ret = sf->inode_lock_fd;
+			sf->inode_lock_fd = -1;
+			snprintf(err, errlen, "cannot open lock file %s: %s%s", lock_path,
+				 strerror(-ret), ret == -ELOOP ? " (a symlink: refused)" : "");
+			return ret;
+		}
+		ret = path_trust_file(sf->inode_lock_fd, "lock file", lock_path, err, errlen);
+		if (ret)
+			return ret;
+		if (fcntl(sf->inode_lock_fd, F_OFD_SETLK, &fl) == 0) {
+			if (names_fd(sf->lock_dfd, name, sf->inode_lock_fd)) {
+				sf->inode_locked = true;
+				break;
+			}
+			ret = -EAGAIN;
+			continue;
+		}
 		ret = -errno;
-		if (ret == -EAGAIN || ret == -EACCES) {
+		if (ret != -EAGAIN && ret != -EACCES) {
+			snprintf(err, errlen, "cannot lock %s: %s", lock_path, strerror(-ret));
+			return ret;
+		}
+		if (tries >= 3) {
 			lock_holder(sf->inode_lock_fd, who, sizeof(who));
 			snprintf(err, errlen,
 				 "%s %s %s (under another name?): it holds the lock %s", who,
 				 strncmp(who, "another barrierd", 16) == 0 ? "already serves"
 									   : "blocks",
 				 sf->path, lock_path);
-		} else {
-			snprintf(err, errlen, "cannot lock %s: %s", lock_path, strerror(-ret));
+			return ret;
 		}
+		usleep(2000);
+	}
+	if (ret) {
+		snprintf(err, errlen, "cannot lock %s: it was removed again and again", lock_path);
 		return ret;
 	}
 	fchmod(sf->inode_lock_fd, 0600);
@@ -449,13 +722,13 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 	uint8_t *map;
 	const char *why, *base;
 	char lock_base[NAME_MAX + 8];
-	int dfd = -1, ret;
-	bool created = false;
+	int ret;
 	size_t alloc;
 
 	memset(sf, 0, sizeof(*sf));
-	sf->fd = sf->lock_fd = sf->inode_lock_fd = -1;
+	sf->fd = sf->lock_fd = sf->inode_lock_fd = sf->dfd = sf->lock_dfd = -1;
 	sf->ncpu = ncpu;
+	install_sigbus();
 	if (strlen(path) >= sizeof(sf->path) - 8) {
 		snprintf(err, errlen, "state path too long");
 		return -ENAMETOOLONG;
@@ -471,7 +744,7 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 	ret = ensure_dir(path, err, errlen);
 	if (ret)
 		goto fail;
-	ret = open_parent(path, &dfd, &base, err, errlen);
+	ret = open_parent(path, &sf->dfd, &base, err, errlen);
 	if (ret)
 		goto fail;
 	if (strlen(base) > NAME_MAX - 5) {
@@ -479,46 +752,64 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 		ret = -ENAMETOOLONG;
 		goto fail;
 	}
+	snprintf(sf->base, sizeof(sf->base), "%s", base);
 	snprintf(lock_base, sizeof(lock_base), "%s.lock", base);
 
-	/* The lock first: never touch a file that another barrierd of ours is publishing. */
-	sf->lock_fd =
-	    openat(dfd, lock_base, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
-	if (sf->lock_fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "cannot open lock file %s: %s%s", sf->lock_path,
-			 strerror(-ret), ret == -ELOOP ? " (a symlink: refused)" : "");
-		goto fail;
+	/*
+	 * The lock first: never touch a file that another barrierd of ours is publishing.  A lock
+	 * on a name another start unlinked (a failed start removes the PATH.lock it created,
+	 * holding it) guards nothing: lock again.
+	 */
+	for (int tries = 0; tries < 3; tries++) {
+		if (sf->lock_fd >= 0)
+			close(sf->lock_fd);
+		sf->lock_fd = -1;
+		ret = refuse_special(sf->dfd, lock_base, "lock file", sf->lock_path, err, errlen);
+		if (ret)
+			goto fail;
+		sf->lock_fd = open_or_create(sf->dfd, lock_base, 0600, &sf->lock_created);
+		if (sf->lock_fd < 0) {
+			ret = sf->lock_fd;
+			sf->lock_fd = -1;
+			snprintf(err, errlen, "cannot open lock file %s: %s%s", sf->lock_path,
+				 strerror(-ret), ret == -ELOOP ? " (a symlink: refused)" : "");
+			goto fail;
+		}
+		ret = path_trust_file(sf->lock_fd, "lock file", sf->lock_path, err, errlen);
+		if (ret)
+			goto fail;
+		if (flock(sf->lock_fd, LOCK_EX | LOCK_NB)) {
+			ret = -errno;
+			if (ret == -EWOULDBLOCK)
+				snprintf(
+				    err, errlen,
+				    "another barrierd already serves %s (it holds the lock on %s)",
+				    path, sf->lock_path);
+			else
+				snprintf(err, errlen, "cannot lock %s: %s", sf->lock_path,
+					 strerror(-ret));
+			sf->lock_created = false; /* never unlink a lock someone else holds */
+			goto fail;
+		}
+		ret = names_fd(sf->dfd, lock_base, sf->lock_fd) ? 0 : -EAGAIN;
+		if (!ret)
+			break;
 	}
-	ret = path_trust_file(sf->lock_fd, "lock file", sf->lock_path, err, errlen);
-	if (ret)
-		goto fail;
-	if (flock(sf->lock_fd, LOCK_EX | LOCK_NB)) {
-		ret = -errno;
-		if (ret == -EWOULDBLOCK)
-			snprintf(err, errlen,
-				 "another barrierd already serves %s (it holds the lock on %s)",
-				 path, sf->lock_path);
-		else
-			snprintf(err, errlen, "cannot lock %s: %s", sf->lock_path, strerror(-ret));
+	if (ret) {
+		snprintf(err, errlen, "cannot lock %s: it was removed again and again",
+			 sf->lock_path);
 		goto fail;
 	}
 	fchmod(sf->lock_fd, 0600);
 
-	/* Created by this run or not: a file we created and cannot allocate is removed. */
-	for (int tries = 0; sf->fd < 0 && tries < 3; tries++) {
-		sf->fd = openat(dfd, base, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-		if (sf->fd >= 0 || errno != ENOENT)
-			break;
-		sf->fd =
-		    openat(dfd, base,
-			   O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
-		created = sf->fd >= 0;
-		if (sf->fd < 0 && errno != EEXIST)
-			break;
-	}
+	/* Created by this run or not: only a file this run created is ever removed. */
+	ret = refuse_special(sf->dfd, base, "state file", path, err, errlen);
+	if (ret)
+		goto fail;
+	sf->fd = open_or_create(sf->dfd, base, 0644, &sf->created);
 	if (sf->fd < 0) {
-		ret = -errno;
+		ret = sf->fd;
+		sf->fd = -1;
 		snprintf(err, errlen, "cannot open state file %s: %s%s", path, strerror(-ret),
 			 ret == -ELOOP ? " (a symlink: refused)" : "");
 		goto fail;
@@ -532,13 +823,25 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 		snprintf(err, errlen, "cannot stat %s: %s", path, strerror(-ret));
 		goto fail;
 	}
+	sf->dev = (unsigned long long)st.st_dev;
+	sf->ino = (unsigned long long)st.st_ino;
 	/*
 	 * The lock file guards the path; this guards the inode, which a bind mount could reach
 	 * under another name.
 	 */
-	ret = lock_inode(sf, dfd, &st, err, errlen);
+	ret = lock_inode(sf, sf->dfd, &st, err, errlen);
 	if (ret)
 		goto fail;
+	/*
+	 * Locked: is the name still ours?  A start that failed while we waited for the lock
+	 * may have unlinked the file it had created.  Serving a nameless inode would serve
+	 * nobody (the heartbeat check would stop us a period later).
+	 */
+	if (!names_fd(sf->dfd, base, sf->fd) || fstat(sf->fd, &st) || st.st_nlink != 1) {
+		snprintf(err, errlen, "%s was removed or replaced while the daemon started", path);
+		ret = -ESTALE;
+		goto fail;
+	}
 	/* Readable by everyone, writable by us only: clients refuse anything looser. */
 	if (fchmod(sf->fd, 0644)) {
 		ret = -errno;
@@ -557,11 +860,9 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 	if (ret) {
 		snprintf(err, errlen, "cannot allocate %zu bytes for %s: %s%s", alloc, path,
 			 strerror(ret),
-			 created ? " (the new file is removed)"
-				 : " (the file is left as it was, not mapped)");
+			 sf->created ? " (the new file is removed)"
+				     : " (the file is left as it was, not mapped)");
 		ret = -ret;
-		if (created && unlinkat(dfd, base, 0))
-			log_warn("cannot remove %s: %m", path);
 		goto fail;
 	}
 
@@ -581,6 +882,7 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 			snprintf(err, errlen, "cannot map %s: %s", path, strerror(-ret));
 			goto fail;
 		}
+		bus_guard_set(map, (size_t)st.st_size, sf->fd, sf->path);
 		/* The clock after the loads: a value of ours can never look later than it. */
 		bd_lfence();
 		now = bd_mono_ns();
@@ -593,10 +895,9 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 				 "vtime above every value it held",
 				 path);
 		reset_words(map, (size_t)st.st_size);
+		bus_guard_set(NULL, 0, -1, NULL);
 		munmap(map, (size_t)st.st_size);
 	}
-	close(dfd);
-	dfd = -1;
 
 	/*
 	 * Grow if needed (posix_fallocate above already did), never shrink: a reader mapping the
@@ -613,6 +914,7 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 		snprintf(err, errlen, "cannot map %s: %s", path, strerror(-ret));
 		goto fail;
 	}
+	bus_guard_set(map, sf->size, sf->fd, sf->path);
 	sf->hdr = (void *)map;
 	sf->ext = (void *)(map + barrierd_ext_offset(ncpu));
 	if (sf->hdr->magic != BARRIERD_MAGIC) {
@@ -622,10 +924,90 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 	}
 	return 0;
 fail:
-	if (dfd >= 0)
-		close(dfd);
+	/* Nothing this run created stays: a failed start leaves what it found, reset or not. */
+	state_file_discard(sf);
 	state_file_close(sf);
 	return ret;
+}
+
+int state_file_check(struct state_file *sf)
+{
+	struct stat fst, pst;
+
+	if (sf->fault)
+		return sf->fault == STATE_FILE_TRUNCATED ? -EIO : -ESTALE;
+	if (sf->fd < 0 || fstat(sf->fd, &fst))
+		return 0; /* cannot tell now: the next heartbeat tries again */
+	/* Shorter than what we map: the next access past its end faults.  Never touch it again. */
+	if ((size_t)fst.st_size < sf->size) {
+		sf->fault = STATE_FILE_TRUNCATED;
+		log_err("state file %s was truncated to %lld bytes (the daemon maps %zu): stopping "
+			"without writing to it beyond its flags",
+			sf->path, (long long)fst.st_size, sf->size);
+		return -EIO;
+	}
+	/* The name, afresh: clients that open the path from now on get whatever it names. */
+	if (fstatat(AT_FDCWD, sf->path, &pst, AT_SYMLINK_NOFOLLOW)) {
+		if (errno != ENOENT && errno != ENOTDIR)
+			return 0;
+		sf->fault = STATE_FILE_GONE;
+		log_err("state file %s was removed (inode %llu has no name there any more): "
+			"stopping",
+			sf->path, (unsigned long long)fst.st_ino);
+		return -ESTALE;
+	}
+	if (pst.st_dev != fst.st_dev || pst.st_ino != fst.st_ino) {
+		sf->fault = STATE_FILE_GONE;
+		log_err("state file %s was replaced (inode %llu → %llu): stopping; the new file is "
+			"someone else's and is left alone",
+			sf->path, (unsigned long long)fst.st_ino, (unsigned long long)pst.st_ino);
+		return -ESTALE;
+	}
+	return 0;
+}
+
+void state_file_stop_truncated(struct state_file *sf)
+{
+	struct stat st;
+
+	/*
+	 * Whatever is left is ours, but nothing in it can be vouched for: no snapshot, no
+	 * heartbeat, no reset (every store past the end would fault).  The stopped flag only,
+	 * where page 0 still holds it, so that readers of what remains trust none of it.  A
+	 * second truncation racing this is the SIGBUS handler's.
+	 */
+	if (!sf->hdr || fstat(sf->fd, &st) ||
+	    (size_t)st.st_size < offsetof(struct barrierd_header, flags) + 8)
+		return;
+	state_flags_update(&sf->hdr->flags, BARRIERD_FLAGS_STATE_MASK, BARRIERD_FLAG_STOPPED);
+}
+
+/* Unlink name in dfd if it still names the file open as fd (which we hold locked). */
+static void unlink_ours(int dfd, const char *name, int fd, const char *what)
+{
+	if (dfd < 0 || fd < 0 || !names_fd(dfd, name, fd))
+		return;
+	if (unlinkat(dfd, name, 0))
+		log_warn("cannot remove the %s %s: %m", what, name);
+}
+
+void state_file_discard(struct state_file *sf)
+{
+	char lock_base[NAME_MAX + 8];
+
+	/*
+	 * The state file first, while both locks are held: a start that opened it meanwhile
+	 * finds its name gone once it gets the lock, and starts over.  Then the lock files,
+	 * each while still locked (the lockers check the name after locking).
+	 */
+	if (sf->created && sf->inode_locked) /* else another daemon may serve it already */
+		unlink_ours(sf->dfd, sf->base, sf->fd, "state file");
+	if (sf->inode_lock_created)
+		unlink_ours(sf->lock_dfd, sf->inode_lock_name, sf->inode_lock_fd, "lock file");
+	snprintf(lock_base, sizeof(lock_base), "%s.lock", sf->base);
+	if (sf->lock_created)
+		unlink_ours(sf->dfd, lock_base, sf->lock_fd, "lock file");
+	sf->created = sf->inode_lock_created = sf->lock_created = false;
 }
 
 /* Wake every time word, and the flags word, so that every waiter re-reads the file. */
@@ -678,8 +1060,10 @@ void state_file_reset_foreign(struct state_file *sf)
 
 void state_file_close(struct state_file *sf)
 {
-	if (sf->hdr)
+	if (sf->hdr) {
+		bus_guard_set(NULL, 0, -1, NULL);
 		munmap(sf->hdr, sf->size);
+	}
 	sf->hdr = NULL;
 	sf->ext = NULL;
 	if (sf->fd >= 0)
@@ -688,5 +1072,9 @@ void state_file_close(struct state_file *sf)
 		close(sf->inode_lock_fd); /* releases the OFD lock (the last descriptor) */
 	if (sf->lock_fd >= 0)
 		close(sf->lock_fd); /* releases the flock */
-	sf->fd = sf->lock_fd = sf->inode_lock_fd = -1;
+	if (sf->dfd >= 0)
+		close(sf->dfd);
+	if (sf->lock_dfd >= 0)
+		close(sf->lock_dfd);
+	sf->fd = sf->lock_fd = sf->inode_lock_fd = sf->dfd = sf->lock_dfd = -1;
 }

@@ -9,6 +9,7 @@
 
 #include <barrierd.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct state_file {
@@ -16,8 +17,20 @@ struct state_file {
 	int lock_fd;
 	/* The lock keyed on the state file's (st_dev, st_ino): see state_file.c. */
 	int inode_lock_fd;
+	/* The state file's directory (O_PATH), checked once: a failed start unlinks through it. */
+	int dfd;
+	/* The per-inode lock's directory (O_PATH), and the lock file's name in it. */
+	int lock_dfd;
+	char inode_lock_name[NAME_MAX + 1];
+	char base[NAME_MAX + 1]; /* the state file's name in dfd */
 	char path[PATH_MAX];
 	char lock_path[PATH_MAX + 8];
+	/* What this run created (and a failed start removes): nothing else is ever unlinked. */
+	bool created, lock_created, inode_lock_created;
+	bool inode_locked;	     /* we hold the per-inode lock */
+	unsigned long long dev, ino; /* the inode we map (fstat at the start) */
+	/* STATE_FILE_TRUNCATED or STATE_FILE_GONE once state_file_check() found it, else 0. */
+	int fault;
 	struct barrierd_header *hdr;
 	struct barrierd_ext *ext;
 	size_t size;
@@ -66,6 +79,36 @@ void state_file_set_stopped(struct state_file *sf, uint64_t g_ns, uint64_t g_vt)
 void state_file_reset_foreign(struct state_file *sf);
 
 void state_file_close(struct state_file *sf);
+
+enum { STATE_FILE_TRUNCATED = 1, STATE_FILE_GONE = 2 };
+
+/*
+ * Is the file at the path still the inode we map, at its full size?  fstat of our descriptor
+ * against a fresh lstat of the path: two system calls, cheap enough for every heartbeat.  On a
+ * truncation (the mapping may fault: stop without touching it), a replacement or a removal it
+ * logs what happened, sets sf->fault and returns -EIO (truncated) or -ESTALE (replaced,
+ * removed); 0 if all is well or the path cannot be checked right now.
+ */
+int state_file_check(struct state_file *sf);
+
+/*
+ * The stop of a truncated file: no stop snapshot, no heartbeat (nothing that vouches for
+ * values), only the stopped flag, and only if the flags word is still inside the file.
+ */
+void state_file_stop_truncated(struct state_file *sf);
+
+/*
+ * A failed start: unlink what this run created (the state file, PATH.lock, the per-inode lock
+ * file), each only if its name still names the inode we hold.  Call before state_file_close,
+ * while the locks are held, and never under the sandbox (it forbids unlinkat).
+ */
+void state_file_discard(struct state_file *sf);
+
+/*
+ * The exit status of a daemon whose state file was truncated under a pass (SIGBUS on the
+ * mapping): EX_IOERR.
+ */
+#define STATE_FILE_SIGBUS_EXIT 74
 
 /*
  * Where root's daemons keep their per-inode locks (one empty 0600 file per state file inode,
