@@ -136,6 +136,12 @@ static bool ns_may_pass(const struct barrierd *b, uint64_t s)
 	return running(b->hdr->flags) || (x && x->stop_ns > s);
 }
 
+/* What a wait may return on any file: -EIDRM when its path no longer names the mapped file. */
+static bool wait_result_ok(int r)
+{
+	return r == 0 || r == -ETIMEDOUT || r == -ESTALE || r == -EPROTO || r == -EIDRM;
+}
+
 static void read_paths(struct barrierd *b)
 {
 	const struct barrierd_header *h = b->hdr;
@@ -169,15 +175,13 @@ static void read_paths(struct barrierd *b)
 		(void)bd_trusted(b, &h->last_interrupt_ns, 0);
 		if (s > b->open_ns) {
 			r = barrierd_wait(b, s, 0);
-			check(r == 0 || r == -ETIMEDOUT || r == -ESTALE || r == -EPROTO, "wait");
+			check(wait_result_ok(r), "wait");
 			if (r == 0)
 				check(ns_may_pass(b, s), "wait: a value above the stamp");
 			r = barrierd_wait_cpus(b, s, all, sizeof(all), 0);
-			check(r == 0 || r == -ETIMEDOUT || r == -ESTALE || r == -EPROTO,
-			      "wait_cpus");
+			check(wait_result_ok(r), "wait_cpus");
 			r = barrierd_wait_cpus(b, s, last, sizeof(last), 0);
-			check(r == 0 || r == -ETIMEDOUT || r == -ESTALE || r == -EPROTO,
-			      "wait_cpus");
+			check(wait_result_ok(r), "wait_cpus");
 		}
 	}
 	for (int i = 0; i < 3; i++) {
@@ -185,7 +189,7 @@ static void read_paths(struct barrierd *b)
 			check(running(h->flags) && h->last_interrupt_vtime > vt[i],
 			      "a vtime counts only while running");
 		r = barrierd_wait_vtime(b, vt[i], 0);
-		check(r == 0 || r == -ETIMEDOUT || r == -ESTALE || r == -EPROTO, "wait_vtime");
+		check(wait_result_ok(r), "wait_vtime");
 		if (r == 0)
 			check(running(h->flags), "wait_vtime: only while running");
 	}
