@@ -24,7 +24,10 @@ built=$(date +%s)
 echo "sanitized build: $((built - start)) s"
 # A test that failed gets one more run: the idle-credit tests (test_barriers' idle_cpu*,
 # test_detach, test_mutant_idle_counter) need an idle CPU and fail on a saturated machine, in
-# any build.  A sanitizer's report is never retried: it fails the run whatever the rerun says.
+# any build.  An ASan or UBSan report is never retried: it fails the run whatever the rerun
+# says.  A leak report is retried: a test whose assertion failed left its test function by
+# cmocka's longjmp, so what it had opened is reported as leaked (barrierd_open's handle); a
+# leak of the code itself fails the rerun too.
 log=$dir.ctest.log
 rc=0
 ctest --test-dir "$dir" --output-on-failure -LE '^(long|sanitize)$' 2>&1 | tee "$log" ||
@@ -34,8 +37,7 @@ if [ "$rc" != 0 ]; then
 	rc=0
 	ctest --test-dir "$dir" --output-on-failure --rerun-failed 2>&1 | tee -a "$log" || rc=$?
 fi
-if grep -E 'ERROR: (Address|Leak)Sanitizer|runtime error:|Sanitizer has encountered' "$log" \
-	>/dev/null; then
+if grep -E 'ERROR: AddressSanitizer|runtime error:|Sanitizer has encountered' "$log" >/dev/null; then
 	echo "FAIL: a sanitizer reported (see above, or $log)"
 	rc=1
 fi
