@@ -21,8 +21,11 @@ grep -q "^libdir=$tmp/prefix/lib$" "$pc" || { echo "FAIL: libdir in $pc:"; cat "
 test -f "$tmp/prefix/include/barrierd.h"
 test -L "$tmp/prefix/lib/libbarrierd.so.1"
 export PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig"
-# shellcheck disable=SC2046
-cc -Wall -Wextra -Werror "$src/tests/install/hello.c" $(pkg-config --cflags --libs barrierd) \
+# BARRIERD_TEST_CFLAGS: a sanitized build's -fsanitize=..., without which a program cannot load
+# its sanitized library (the runtime must come first in the initial library list).
+# shellcheck disable=SC2046,SC2086
+cc -Wall -Wextra -Werror ${BARRIERD_TEST_CFLAGS:-} "$src/tests/install/hello.c" \
+	$(pkg-config --cflags --libs barrierd) \
 	-o "$tmp/hello"
 # Only the public symbols are exported, under the version node.
 if nm -D --defined-only "$tmp/prefix/lib/libbarrierd.so.1" | awk '{print $3}' |

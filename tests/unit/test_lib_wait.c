@@ -1385,6 +1385,30 @@ static void disarm_wake_not_lost_without_waitv(void **state)
 			 "through: the waiter never rang");
 }
 
+/*
+ * What memcheck cannot run (tests/sanitize/valgrind.sh sets BARRIERD_TEST_VALGRIND=1): the access
+ * hook's tests, since valgrind's synthetic CPU ignores EFLAGS.TF and so never ends the hook's
+ * single step (the mapping stays readable and the plot is never played, or stays PROT_NONE and
+ * the library faults), and wait_cpus_many, whose waiter must sleep in futex_waitv, a call
+ * valgrind 3.19 does not know (ENOSYS: the library falls back to short sleeps).
+ */
+static const char *const not_under_valgrind[] = {
+    "wait_cpus_many",	    "restart_between_value_and_flags",	  "restart_repeats_generation",
+    "disarm_wake_not_lost", "disarm_wake_not_lost_without_waitv",
+};
+
+static bool runs_under_valgrind(const char *name)
+{
+	const char *env = getenv("BARRIERD_TEST_VALGRIND");
+
+	if (!env || strcmp(env, "1") != 0)
+		return true;
+	for (size_t i = 0; i < sizeof(not_under_valgrind) / sizeof(not_under_valgrind[0]); i++)
+		if (strcmp(name, not_under_valgrind[i]) == 0)
+			return false;
+	return true;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1430,5 +1454,11 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(disarm_wake_not_lost, setup, teardown),
 	    cmocka_unit_test_setup_teardown(disarm_wake_not_lost_without_waitv, setup, teardown),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	struct CMUnitTest run[sizeof(tests) / sizeof(tests[0])];
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+		if (runs_under_valgrind(tests[i].name))
+			run[n++] = tests[i];
+	return _cmocka_run_group_tests("test_lib_wait", run, n, NULL, NULL);
 }
