@@ -35,13 +35,17 @@
 
 #define MAX_AGAIN 8
 /*
- * Runs of passes that ask to go again at once (run_pass returns 1) without sleeping in
- * between; then the next epoll_wait may sleep up to 1 ms.  With the main thread at SCHED_FIFO,
- * this keeps every stretch of work between two sleeps bounded by events, not by a loop.
+ * Fold passes (ring-buffer signals, the heartbeat's fold, a pass that asks to go again) per
+ * second, and their burst.  Signals are the busy CPUs' events, which any user makes at will
+ * (two threads calling sched_yield() on an armed daemon: ~50 000 a second); the main thread
+ * runs at SCHED_FIFO, so without a cap such a user could keep it on a CPU most of the time.
+ * Loaded barriers need a few passes each (about 800 a second in a loaded barrier loop here):
+ * the cap only delays a fold, and only under such a flood.
  */
-#define MAX_IMMEDIATE 64
+#define FOLD_RATE 5000
+#define FOLD_BURST 64
 
-enum { EV_RB = 1, EV_DOORBELL, EV_TIMER, EV_SIGNAL, EV_CREDIT };
+enum { EV_RB = 1, EV_DOORBELL, EV_TIMER, EV_SIGNAL, EV_CREDIT, EV_FOLD };
 
 struct daemon {
 	const struct barrierd_options *o;
@@ -49,10 +53,12 @@ struct daemon {
 	struct probes probes;
 	struct publisher pub;
 	struct doorbell bell;
-	int epfd, tfd, sfd, cfd, online_fd;
+	int epfd, tfd, sfd, cfd, ffd, online_fd;
 	struct notifier notify;
 	struct rate_limit credit_limit; /* --max-credit-rate, with a burst */
-	uint64_t last_credit_ns;	/* when the latest credit pass ran */
+	struct rate_limit fold_limit;	/* FOLD_RATE, FOLD_BURST */
+	bool rb_paused;		 /* out of fold tokens: the ring buffer unwatched until ffd fires */
+	uint64_t last_credit_ns; /* when the latest credit pass ran */
 	uint64_t next_watchdog_ns, next_status_ns, next_probe_ns;
 	uint64_t armed_until, tick_ns;
 	uint64_t credit_due; /* when cfd fires (absolute CLOCK_MONOTONIC), 0: not set */
@@ -279,8 +285,8 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	 * The heartbeat is this thread's.  At normal priority, hundreds of runnable threads delay
 	 * it past the liveness bound (694 ms with 200 spinning threads on 2 CPUs, against 300 ms),
 	 * and every waiter then takes the daemon for dead.  SCHED_FIFO 1 when permitted, as the
-	 * doorbell thread: the work it does between two sleeps is bounded (loop, MAX_IMMEDIATE),
-	 * so it only ever takes the CPU for as long as the events it serves.
+	 * doorbell thread.  What it does is capped by rate, whoever makes the events: credit
+	 * passes by --max-credit-rate, folds by FOLD_RATE (take_fold), the rest by its timers.
 	 */
 	ret = pthread_setschedparam(pthread_self(), SCHED_FIFO,
 				    &(struct sched_param){.sched_priority = 1});
@@ -293,8 +299,9 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	d->epfd = epoll_create1(EPOLL_CLOEXEC);
 	d->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	d->cfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	d->ffd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	d->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (d->epfd < 0 || d->tfd < 0 || d->cfd < 0 || d->sfd < 0) {
+	if (d->epfd < 0 || d->tfd < 0 || d->cfd < 0 || d->ffd < 0 || d->sfd < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot set up the event loop: %s", strerror(-ret));
 		return ret;
@@ -306,6 +313,7 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	    (ret = add_fd(d->epfd, d->bell.efd, EV_DOORBELL)) ||
 	    (ret = add_fd(d->epfd, d->tfd, EV_TIMER)) ||
 	    (ret = add_fd(d->epfd, d->cfd, EV_CREDIT)) ||
+	    (ret = add_fd(d->epfd, d->ffd, EV_FOLD)) ||
 	    (ret = add_fd(d->epfd, d->sfd, EV_SIGNAL))) {
 		snprintf(err, errlen, "cannot set up the event loop: %s", strerror(-ret));
 		return ret;
@@ -400,6 +408,9 @@ static int run_pass(struct daemon *d, bool credit)
 	int ret = 0;
 
 	for (int i = 0; i < MAX_AGAIN && again; i++) {
+		/* Each pass after the first is a fold of its own: it takes a token (take_fold). */
+		if (i > 0 && !rate_limit_take(&d->fold_limit, bd_mono_ns()))
+			break; /* again stays true: the loop defers it to ffd */
 		ret = publisher_pass(&d->pub, credit && i == 0, &again);
 		if (ret == -EBUSY)
 			foreign_or_fault(d);
@@ -537,6 +548,42 @@ static bool take_credit(struct daemon *d)
 	return true;
 }
 
+/*
+ * A fold pass allowed by FOLD_RATE now?  If not, stop watching the ring buffer (its signals
+ * would only wake us to find no token) and set ffd for the next token: the fold then runs.
+ * Deferring a fold is safe: a pass reads the slots themselves, the signals are only wake-ups.
+ */
+static bool take_fold(struct daemon *d)
+{
+	struct epoll_event ev = {.events = 0, .data.u64 = EV_RB};
+	struct itimerspec its = {{0, 0}, {0, 0}};
+	uint64_t now = bd_mono_ns(), next;
+
+	if (rate_limit_take(&d->fold_limit, now))
+		return true;
+	if (d->rb_paused)
+		return false;
+	epoll_ctl(d->epfd, EPOLL_CTL_MOD, probes_rb_fd(&d->probes), &ev);
+	d->rb_paused = true;
+	next = rate_limit_next(&d->fold_limit, now);
+	its.it_value.tv_sec = (time_t)(next / 1000000000ULL);
+	its.it_value.tv_nsec = (long)(next % 1000000000ULL);
+	timerfd_settime(d->ffd, TFD_TIMER_ABSTIME, &its, NULL);
+	return false;
+}
+
+/* ffd fired: a fold token is due; watch the ring buffer again. */
+static void on_fold_timer(struct daemon *d)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = EV_RB};
+	uint64_t v;
+
+	if (read(d->ffd, &v, sizeof(v)) < 0)
+		return;
+	epoll_ctl(d->epfd, EPOLL_CTL_MOD, probes_rb_fd(&d->probes), &ev);
+	d->rb_paused = false;
+}
+
 static int loop(struct daemon *d)
 {
 	/* A first pass right away: every CPU's state known, and the watermark set if armed. */
@@ -545,15 +592,16 @@ static int loop(struct daemon *d)
 	if (poll_now < 0)
 		return poll_now;
 	rate_limit_init(&d->credit_limit, d->o->max_credit_rate, BARRIERD_CREDIT_BURST);
+	rate_limit_init(&d->fold_limit, FOLD_RATE, FOLD_BURST);
 	d->last_credit_ns = bd_mono_ns();
 
-	for (int immediate = 0;; immediate = poll_now ? immediate + 1 : 0) {
+	for (;;) {
 		struct epoll_event evs[8];
 		int n, ret;
 		bool fold = false, credit;
 
 		schedule_credit(d);
-		n = epoll_wait(d->epfd, evs, 8, !poll_now ? -1 : immediate < MAX_IMMEDIATE ? 0 : 1);
+		n = epoll_wait(d->epfd, evs, 8, poll_now ? 0 : -1);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -577,6 +625,10 @@ static int loop(struct daemon *d)
 			case EV_CREDIT:
 				on_credit_timer(d);
 				break;
+			case EV_FOLD:
+				on_fold_timer(d);
+				fold = true; /* the one that was deferred */
+				break;
 			case EV_SIGNAL:
 				if (on_signal(d))
 					return 0;
@@ -586,6 +638,13 @@ static int loop(struct daemon *d)
 		if (poll_now)
 			fold = true;
 		credit = take_credit(d);
+		/*
+		 * A credit pass folds too, under its own limit.  A fold without a token waits for
+		 * ffd (take_fold), and so does a pass that asked to go again: no loop without a
+		 * sleep, whatever the events.
+		 */
+		if (!credit && fold && !take_fold(d))
+			poll_now = fold = false;
 		if (!fold && !credit)
 			continue;
 		ret = run_pass(d, credit);
@@ -604,7 +663,7 @@ int daemon_run(const struct barrierd_options *o)
 
 	memset(&d, 0, sizeof(d));
 	d.o = o;
-	d.epfd = d.tfd = d.sfd = d.cfd = d.online_fd = -1;
+	d.epfd = d.tfd = d.sfd = d.cfd = d.ffd = d.online_fd = -1;
 	d.notify.fd = -1;
 	d.bell.efd = -1;
 	d.sf.fd = d.sf.lock_fd = d.sf.inode_lock_fd = d.sf.dfd = d.sf.lock_dfd = -1;
@@ -676,6 +735,8 @@ int daemon_run(const struct barrierd_options *o)
 		close(d.tfd);
 	if (d.cfd >= 0)
 		close(d.cfd);
+	if (d.ffd >= 0)
+		close(d.ffd);
 	if (d.sfd >= 0)
 		close(d.sfd);
 	if (d.online_fd >= 0)

@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -142,6 +143,13 @@ int sandbox_install_filter(uint64_t *flags_word)
 	if (!ret)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
 				       SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+	/*
+	 * The fold rate limit (daemon.c, take_fold) stops and resumes watching the ring buffer:
+	 * EPOLL_CTL_MOD only, never a new descriptor in the set.
+	 */
+	if (!ret)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(epoll_ctl), 1,
+				       SCMP_A1(SCMP_CMP_EQ, EPOLL_CTL_MOD));
 	/*
 	 * The stop's wake of the doorbell thread when its word's page was truncated away
 	 * (doorbell_stop): pthread_kill, to this process only, with that one signal.

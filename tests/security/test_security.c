@@ -15,6 +15,7 @@
 
 #include <grp.h>
 #include <linux/futex.h>
+#include <pthread.h>
 #include <sys/file.h>
 
 #include "harness.h"
@@ -452,6 +453,94 @@ static void doorbell_flood_bounded(void **state)
 	barrierd_close(b);
 }
 
+/*
+ * A switch flood as nobody: the daemon kept armed by a ring every 100 ms, and two threads
+ * pinned to one CPU calling sched_yield(): every switch is an event that signals the daemon
+ * (about 50 000 a second).  The main thread runs at SCHED_FIFO, so its fold passes are capped
+ * (FOLD_RATE in src/daemon/daemon.c, 5000 a second, bursts of 64): a flood must not get more.
+ */
+#define FOLD_RATE 5000.0
+#define FOLD_BURST 64
+
+static void *yielder(void *arg)
+{
+	uint64_t end = *(const uint64_t *)arg;
+
+	test_pin(1);
+	while (bd_mono_ns() < end)
+		sched_yield();
+	return NULL;
+}
+
+static int switch_flood_main(void *arg)
+{
+	struct flood *f = arg;
+	size_t size;
+	const struct barrierd_header *m = map_ro(f->path, &size);
+	uint64_t end = bd_mono_ns() + FLOOD_S * TEST_SEC, rings = 0;
+	pthread_t t[2];
+
+	if (!m)
+		return 1;
+	for (int i = 0; i < 2; i++)
+		if (pthread_create(&t[i], NULL, yielder, &end))
+			return 3;
+	while (bd_mono_ns() < end) {
+		syscall(SYS_futex, &m->doorbell, FUTEX_WAKE, 1, NULL, NULL, 0);
+		rings++;
+		test_sleep_ms(100);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	return write(f->pipe_w, &rings, sizeof(rings)) == sizeof(rings) ? 0 : 2;
+}
+
+static void switch_flood_bounded(void **state)
+{
+	struct flood f = {.path = H.state};
+	uint64_t p0, p1, c0, c1, ticks0, ticks1, t0, t1, rings = 0;
+	struct barrierd *b;
+	double secs, folds, pct;
+	int pfd[2], st;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(barrierd_open(&b, H.state), 0);
+	assert_int_equal(pipe(pfd), 0);
+	f.pipe_w = pfd[1];
+	ticks0 = proc_ticks(H.pid);
+	p0 = bd_load(&ext_of(b)->passes);
+	c0 = bd_load(&ext_of(b)->credit_passes);
+	t0 = bd_mono_ns();
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(pfd[0]);
+		_exit(drop_to_nobody() ? 100 : switch_flood_main(&f));
+	}
+	close(pfd[1]);
+	st = test_reap(pid, FLOOD_S + 10);
+	t1 = bd_mono_ns();
+	p1 = bd_load(&ext_of(b)->passes);
+	c1 = bd_load(&ext_of(b)->credit_passes);
+	ticks1 = proc_ticks(H.pid);
+	assert_true(st != -1 && WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(read(pfd[0], &rings, sizeof(rings)), (ssize_t)sizeof(rings));
+	close(pfd[0]);
+	secs = (double)(t1 - t0) / 1e9;
+	folds = (double)((p1 - p0) - (c1 - c0));
+	pct = 100.0 * (double)(ticks1 - ticks0) / (double)sysconf(_SC_CLK_TCK) / secs;
+	printf("switch flood by nobody, %.1f s: %.0f fold passes/s (cap %.0f/s), %llu credit "
+	       "passes, %llu rings; daemon CPU %.1f %%\n",
+	       secs, folds / secs, FOLD_RATE, (unsigned long long)(c1 - c0),
+	       (unsigned long long)rings, pct);
+	assert_true(folds <= FOLD_RATE * secs * 1.1 + FOLD_BURST);
+	assert_true(pct <= MAX_CPU_PCT);
+	assert_int_equal(barrierd_barrier(b, 5 * (int64_t)TEST_SEC), 0); /* still serving */
+	barrierd_close(b);
+}
+
 int main(void)
 {
 	test_require_root();
@@ -463,6 +552,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(planted_lock_symlink_refused, setup_sticky, h_teardown),
 	    cmocka_unit_test_setup_teardown(planted_state_file_refused, setup_sticky, h_teardown),
 	    cmocka_unit_test_setup_teardown(doorbell_flood_bounded, setup_running, h_teardown),
+	    cmocka_unit_test_setup_teardown(switch_flood_bounded, setup_running, h_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
