@@ -106,6 +106,7 @@ int bd_map_file(struct barrierd *b, const char *path, bool late)
 	int64_t off = bd_timens_current(b);
 	uint64_t ncpu, now, floor;
 	struct stat st;
+	off_t hole;
 	size_t size;
 	void *map;
 	int fd, ret;
@@ -128,6 +129,18 @@ int bd_map_file(struct barrierd *b, const char *path, bool late)
 		return ret;
 	}
 	if (st.st_size < (off_t)sizeof(struct barrierd_header)) {
+		close(fd);
+		return late ? -ENOENT : -EPROTO;
+	}
+	/*
+	 * A file with holes is none of a daemon's of ours, which allocates every block before
+	 * it lays the file out: it is one left by a daemon that died on a full file system, or
+	 * made by hand (truncate -s).  A load from a hole's page on a full tmpfs raises SIGBUS,
+	 * so such a file is refused before a byte of it is touched.  (Where SEEK_HOLE is not
+	 * supported, the whole file counts as data.)
+	 */
+	hole = lseek(fd, 0, SEEK_HOLE);
+	if (hole >= 0 && hole < st.st_size) {
 		close(fd);
 		return late ? -ENOENT : -EPROTO;
 	}

@@ -246,6 +246,42 @@ static void full_tmpfs_refused(void **state)
 	assert_int_not_equal(stat(path, &sb), 0);
 }
 
+/*
+ * A sparse file found on a full tmpfs (left by a daemon that died before it allocated, or made
+ * with truncate -s): the daemon refuses to start on it, and a client's open refuses it too,
+ * without touching its pages (on a full tmpfs a load from a hole raises SIGBUS).
+ */
+static void sparse_file_on_full_tmpfs(void **state)
+{
+	char path[500];
+	const char *args[] = {"--state", path, NULL};
+	struct barrierd *b = NULL;
+	pid_t pid;
+	int st, fd;
+
+	(void)state;
+	snprintf(full_dir, sizeof(full_dir), "%s/full", H.dir);
+	snprintf(path, sizeof(path), "%s/state", full_dir);
+	assert_int_equal(mkdir(full_dir, 0755), 0);
+	assert_int_equal(mount("tmpfs", full_dir, "tmpfs", 0, "size=8k,mode=0755"), 0);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 4096), 0); /* one page, no block */
+	close(fd);
+	fill(full_dir);
+	st = run_to_exit(args);
+	assert_true(WIFEXITED(st)); /* not a signal (SIGBUS) */
+	assert_int_not_equal(WEXITSTATUS(st), 0);
+	/* The client, in a child: it must return an error, not die of SIGBUS. */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(barrierd_open(&b, path) == -EPROTO ? 0 : 1);
+	st = test_reap(pid, 20);
+	assert_true(st != -1 && WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 static int full_teardown(void **state)
 {
 	if (full_dir[0])
@@ -261,6 +297,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(bind_mount_second_instance_fails, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(foreign_holder_named, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(full_tmpfs_refused, h_setup, full_teardown),
+	    cmocka_unit_test_setup_teardown(sparse_file_on_full_tmpfs, h_setup, full_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
