@@ -1002,7 +1002,11 @@ void state_file_discard(struct state_file *sf)
 	 */
 	if (sf->created && sf->inode_locked) /* else another daemon may serve it already */
 		unlink_ours(sf->dfd, sf->base, sf->fd, "state file");
-	if (sf->inode_lock_created)
+	/*
+	 * Only a per-inode lock file we created *and* hold: lock_inode may create it at a later
+	 * try and then find it locked by another start, whose lock it is from then on.
+	 */
+	if (sf->inode_lock_created && sf->inode_locked)
 		unlink_ours(sf->lock_dfd, sf->inode_lock_name, sf->inode_lock_fd, "lock file");
 	snprintf(lock_base, sizeof(lock_base), "%s.lock", sf->base);
 	if (sf->lock_created)
