@@ -854,14 +854,16 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 	/*
 	 * Every block of the file before any mapping touches it: on a full file system a sparse
 	 * file maps, then faults (SIGBUS) in us and in every client that maps it.  Allocating
-	 * never shrinks a file and changes no byte of it; on ENOSPC a file is not grown.
+	 * never shrinks a file and changes no byte of it.  On ENOSPC tmpfs undoes what it
+	 * allocated, but ext4 keeps it and the file may have grown: harmless, the grown range is
+	 * allocated and reads zero.
 	 */
 	ret = posix_fallocate(sf->fd, 0, (off_t)alloc);
 	if (ret) {
 		snprintf(err, errlen, "cannot allocate %zu bytes for %s: %s%s", alloc, path,
 			 strerror(ret),
 			 sf->created ? " (the new file is removed)"
-				     : " (the file is left as it was, not mapped)");
+				     : " (the file is not written or mapped)");
 		ret = -ret;
 		goto fail;
 	}
