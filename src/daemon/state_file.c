@@ -168,6 +168,18 @@ static const char *foreign_reason(const struct state_file *sf, const uint8_t *ma
 	return NULL;
 }
 
+/* Zero the stop snapshot of an extension at byte xo, if one fits there. */
+static void zero_stop_at(uint8_t *map, size_t size, uint64_t xo)
+{
+	struct barrierd_ext *x;
+
+	if (xo % 8 || xo > size || size - xo < sizeof(*x))
+		return;
+	x = (void *)(map + xo);
+	bd_store(&x->stop_ns, 0);
+	bd_store(&x->stop_vtime, 0);
+}
+
 /*
  * Zero every time in the file in place, with single aligned stores in an order that is safe at
  * every step for a reader that still maps it (DESIGN rules 9 and 10):
@@ -187,7 +199,7 @@ static const char *foreign_reason(const struct state_file *sf, const uint8_t *ma
  * zeroed first and vtime is set to 1 last.  A stamp of the old value is passed by nothing
  * (a delay), and one taken after is above every word left.  Zero times only ever delay.
  */
-static void reset_words(uint8_t *map, size_t size)
+static void reset_words(uint8_t *map, size_t size, uint64_t ncpu)
 {
 	struct barrierd_header *h = (void *)map;
 	uint64_t maxv = 0, n = 0, xo;
@@ -195,18 +207,21 @@ static void reset_words(uint8_t *map, size_t size)
 	if (size < 32)
 		goto rest;
 	if (size >= sizeof(*h)) {
-		xo = bd_load(&h->ext_offset);
-		if (xo % 8 == 0 && xo <= size && size - xo >= sizeof(struct barrierd_ext)) {
-			struct barrierd_ext *x = (void *)(map + xo);
-
-			bd_store(&x->stop_ns, 0);
-			bd_store(&x->stop_vtime, 0);
-		}
-		state_flags_update(&h->flags, BARRIERD_FLAGS_STATE_MASK, BARRIERD_FLAG_STOPPED);
 		/* The vtime words: the header's two and the second of each per-CPU entry. */
 		n = bd_load(&h->ncpu);
 		if (n > (size - sizeof(*h)) / sizeof(struct barrierd_cpu))
 			n = (size - sizeof(*h)) / sizeof(struct barrierd_cpu);
+		/*
+		 * The snapshot where our layout puts it, and where the file's ext_offset says
+		 * only if that lies past the header and the per-CPU array: a foreign ext_offset
+		 * of 0 or 8 would aim these stores at the flags and the generation (the
+		 * generation must never go back, lib/trusted.c's seqlock).
+		 */
+		zero_stop_at(map, size, barrierd_ext_offset(ncpu));
+		xo = bd_load(&h->ext_offset);
+		if (xo >= sizeof(*h) + n * sizeof(struct barrierd_cpu))
+			zero_stop_at(map, size, xo);
+		state_flags_update(&h->flags, BARRIERD_FLAGS_STATE_MASK, BARRIERD_FLAG_STOPPED);
 	}
 	maxv = bd_load(&h->vtime);
 	if (bd_load(&h->last_interrupt_vtime) > maxv)
@@ -896,7 +911,7 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 			log_info("%s: left by an earlier daemon of ours; times restart from zero, "
 				 "vtime above every value it held",
 				 path);
-		reset_words(map, (size_t)st.st_size);
+		reset_words(map, (size_t)st.st_size, sf->ncpu);
 		bus_guard_set(NULL, 0, -1, NULL);
 		munmap(map, (size_t)st.st_size);
 	}
@@ -1060,7 +1075,7 @@ void state_file_reset_foreign(struct state_file *sf)
 	 */
 	log_err("%s was written by another process: resetting it (every time zeroed, stopped)",
 		sf->path);
-	reset_words((uint8_t *)sf->hdr, sf->size);
+	reset_words((uint8_t *)sf->hdr, sf->size, sf->ncpu);
 	wake_all(sf);
 }
 
