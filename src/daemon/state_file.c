@@ -312,18 +312,75 @@ static size_t put_num(char *buf, size_t n, size_t len, unsigned long long v)
 	return n;
 }
 
+static size_t put_hex(char *buf, size_t n, size_t len, unsigned long long v)
+{
+	char t[24];
+	int k = 0;
+
+	do {
+		t[k++] = "0123456789abcdef"[v % 16];
+		v /= 16;
+	} while (v);
+	n = put_str(buf, n, len, "0x");
+	while (k && n + 1 < len)
+		buf[n++] = t[--k];
+	return n;
+}
+
+/* Mark the mapped file stopped if it still holds the flags word (one CAS and a wake). */
+static bool bus_mark_stopped(long long size)
+{
+	if (!bus_guard.base || size < (long long)(offsetof(struct barrierd_header, flags) + 8))
+		return false;
+	state_flags_update(&((struct barrierd_header *)bus_guard.base)->flags,
+			   BARRIERD_FLAGS_STATE_MASK, BARRIERD_FLAG_STOPPED);
+	return true;
+}
+
 /*
- * Async-signal-safe: fstat(2), one CAS and FUTEX_WAKE on the flags word, write(2), _exit(2).
- * No siglongjmp back into a pass: the pass was half done, and nothing it stored can be
- * vouched for in a file someone else cut.  The stopped flag is the only word written, and
- * only if the file still holds it (page 0 then stays mapped).  SA_NODEFER: a fault inside the
- * handler (the file shrank again) re-enters it, which exits at once instead of being killed.
+ * A SIGBUS that is not a fault on the state file's mapping: a fault elsewhere, or one sent
+ * with kill.  The default action is out of reach (under the sandbox sigaction(2) is a
+ * forbidden call, which used to end the daemon as "seccomp: forbidden system call 13"), and a
+ * fault would only repeat: say what it was, mark the file stopped (nothing cut it, so its
+ * page 0 is whole), and exit with STATE_FILE_SIGBUS_OTHER_EXIT.
+ */
+static void bus_not_ours(const siginfo_t *si, long long size)
+{
+	char msg[256];
+	size_t n = 0;
+	bool stopped;
+
+	n = put_str(msg, n, sizeof(msg), "<2>barrierd: SIGBUS not on the state file (");
+	if (si->si_code <= 0) {
+		/* SI_USER, SI_TKILL, SI_QUEUE: sent, and si_pid says by whom. */
+		n = put_str(msg, n, sizeof(msg), "sent by pid ");
+		n = put_num(msg, n, sizeof(msg), (unsigned long long)si->si_pid);
+	} else {
+		n = put_str(msg, n, sizeof(msg), "code ");
+		n = put_num(msg, n, sizeof(msg), (unsigned long long)si->si_code);
+		n = put_str(msg, n, sizeof(msg), " at address ");
+		n = put_hex(msg, n, sizeof(msg), (unsigned long long)(uintptr_t)si->si_addr);
+	}
+	stopped = bus_mark_stopped(size);
+	n = put_str(msg, n, sizeof(msg),
+		    stopped ? "); state marked stopped, exiting\n" : "); exiting\n");
+	if (write(2, msg, n) < 0) {
+	}
+	_exit(STATE_FILE_SIGBUS_OTHER_EXIT);
+}
+
+/*
+ * Async-signal-safe: fstat(2), one CAS and FUTEX_WAKE on the flags word, write(2), _exit(2),
+ * all allowed by the sandbox.  No siglongjmp back into a pass: the pass was half done, and
+ * nothing it stored can be vouched for in a file someone else cut.  The stopped flag is the
+ * only word written, and only if the file still holds it (page 0 then stays mapped).
+ * SA_NODEFER: a fault inside the handler (the file shrank again) re-enters it, which exits at
+ * once instead of being killed.  Every path ends in _exit: the daemon never dies of SIGBUS.
  */
 static void on_sigbus(int sig, siginfo_t *si, void *uc)
 {
 	static const char again[] = "<3>barrierd: the state file faulted again while stopping\n";
 	uintptr_t a = (uintptr_t)si->si_addr, base = bus_guard.base;
-	struct sigaction dfl;
 	struct stat st;
 	char msg[PATH_MAX + 256];
 	long long size = -1;
@@ -336,20 +393,11 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 		}
 		_exit(STATE_FILE_SIGBUS_EXIT);
 	}
-	if (si->si_code != BUS_ADRERR || !base || a < base || a - base >= bus_guard.len) {
-		/*
-		 * Not our mapping: the default action, by faulting again on return.  (A SIGBUS
-		 * sent with kill is thereby ignored once.)
-		 */
-		dfl.sa_handler = SIG_DFL;
-		dfl.sa_flags = 0;
-		sigemptyset(&dfl.sa_mask);
-		sigaction(SIGBUS, &dfl, NULL);
-		return;
-	}
 	bus_busy = 1;
-	if (fstat(bus_guard.fd, &st) == 0)
+	if (base && fstat(bus_guard.fd, &st) == 0)
 		size = (long long)st.st_size;
+	if (si->si_code != BUS_ADRERR || !base || a < base || a - base >= bus_guard.len)
+		bus_not_ours(si, size);
 	n = put_str(msg, n, sizeof(msg), "<3>barrierd: state file ");
 	n = put_str(msg, n, sizeof(msg), bus_guard.path);
 	if (size >= 0 && (size_t)size < bus_guard.len) {
@@ -361,9 +409,7 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 	}
 	n = put_str(msg, n, sizeof(msg), " under the daemon (its mapping faulted at offset ");
 	n = put_num(msg, n, sizeof(msg), (unsigned long long)(a - base));
-	if (size >= (long long)(offsetof(struct barrierd_header, flags) + 8)) {
-		state_flags_update(&((struct barrierd_header *)base)->flags,
-				   BARRIERD_FLAGS_STATE_MASK, BARRIERD_FLAG_STOPPED);
+	if (bus_mark_stopped(size)) {
 		n = put_str(msg, n, sizeof(msg), "); marked stopped, exiting\n");
 	} else {
 		n = put_str(msg, n, sizeof(msg), "); nothing written, exiting\n");

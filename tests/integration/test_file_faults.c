@@ -135,6 +135,30 @@ static void truncated_to_64(void **state)
 	assert_false(f & BARRIERD_FLAG_RUNNING);
 }
 
+/*
+ * A SIGBUS that is not a fault on the state file (here one sent with kill): the handler says
+ * so, marks the file stopped and exits 70 (LIFECYCLE.md section 4).  It used to call
+ * sigaction(), which the sandbox forbids: "seccomp: forbidden system call 13".
+ */
+static void sigbus_sent_with_kill(void **state)
+{
+	char want[128];
+	uint64_t f;
+
+	(void)state;
+	assert_int_equal(h_start(&H, -1, NULL), 0);
+	test_sleep_ms(50); /* well into the main loop, under the sandbox */
+	assert_int_equal(kill(H.pid, SIGBUS), 0);
+	assert_int_equal(await_exit(), 70);
+	snprintf(want, sizeof(want), "SIGBUS not on the state file (sent by pid %ld)",
+		 (long)getpid());
+	assert_true(log_has(want));
+	assert_false(log_has("seccomp"));
+	f = flags_of(H.state);
+	assert_true(f & BARRIERD_FLAG_STOPPED);
+	assert_false(f & BARRIERD_FLAG_RUNNING);
+}
+
 /* The old inode, mapped before the fault: stopped cleanly, the snapshot what was published. */
 static void assert_old_inode_stopped(const struct barrierd_header *m)
 {
@@ -404,6 +428,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(truncated_to_zero, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(truncated_under_a_pass, h_setup, faults_teardown),
 	    cmocka_unit_test_setup_teardown(truncated_to_64, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(sigbus_sent_with_kill, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(replaced_by_rename, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(removed, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(failed_start_leaves_nothing, h_setup, fs_teardown),
