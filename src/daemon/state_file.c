@@ -599,9 +599,27 @@ static int open_lock_dir(int state_dfd, char *dir_name, size_t dlen, char *err, 
 	/* Not even root's sticky: whoever could create a name there could squat a lock. */
 	if (!ret && (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))) {
 		snprintf(err, errlen,
-			 "refusing %s: owned by uid %u with mode %04o, not root's 0700",
+			 "refusing %s: owned by uid %u with mode %04o; it must be root's and "
+			 "writable by root only",
 			 BARRIERD_LOCK_DIR, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
 		ret = -EPERM;
+	}
+	/*
+	 * Trusted, now make it 0700: we created it so, but an existing one may be looser (the
+	 * systemd unit's RuntimeDirectoryMode=0755 applies to it too, at every service start),
+	 * and which inodes are served, by whom, is nobody else's business.  fchmod needs a
+	 * real descriptor, not O_PATH; the directory is the one just checked.
+	 */
+	if (!ret && (st.st_mode & 07777) != 0700) {
+		int rfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (rfd < 0 || fchmod(rfd, 0700)) {
+			ret = -errno;
+			snprintf(err, errlen, "cannot make %s 0700 (it is %04o): %s",
+				 BARRIERD_LOCK_DIR, (unsigned)(st.st_mode & 07777), strerror(-ret));
+		}
+		if (rfd >= 0)
+			close(rfd);
 	}
 	if (ret) {
 		close(fd);

@@ -149,6 +149,22 @@ static void bind_mount_second_instance_fails(void **state)
 	munmap((void *)m, sz);
 }
 
+#define LOCK_DIR "/run/barrierd-locks"
+
+/* A root-owned lock directory at 0755 (RuntimeDirectoryMode=0755 makes it so): made 0700. */
+static void lock_dir_made_private(void **state)
+{
+	struct stat st;
+
+	(void)state;
+	mkdir(LOCK_DIR, 0700);
+	assert_int_equal(chmod(LOCK_DIR, 0755), 0);
+	assert_int_equal(h_start(&H, -1, NULL), 0);
+	assert_int_equal(stat(LOCK_DIR, &st), 0);
+	assert_int_equal(st.st_uid, 0);
+	assert_int_equal(st.st_mode & 07777, 0700);
+}
+
 /* A per-inode lock held by something that is not a barrierd: the message names it. */
 static void foreign_holder_named(void **state)
 {
@@ -259,6 +275,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(squatter_cannot_block_start, h_setup, squat_teardown),
 	    cmocka_unit_test_setup_teardown(bind_mount_second_instance_fails, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(lock_dir_made_private, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(foreign_holder_named, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(full_tmpfs_refused, h_setup, full_teardown),
 	};
