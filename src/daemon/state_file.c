@@ -675,6 +675,13 @@ static void collect_stale_locks(int lock_dfd, const char *keep)
 }
 
 /*
+ * How long a start keeps trying a per-inode lock that is held: far longer than a stale-lock
+ * collection holds one (microseconds, unless its start is preempted), far shorter than
+ * anything a refused second daemon would notice.
+ */
+#define LOCK_RETRY_NS (200 * 1000000ULL)
+
+/*
  * Single instance, per inode: an OFD write lock on a 0600 file named after the state file's
  * (st_dev, st_ino), in a directory only root (or we) can write.  No user can open that file,
  * so no user can hold its lock; a second daemon reaching the same inode under another name (a
@@ -689,6 +696,7 @@ static int lock_inode(struct state_file *sf, int state_dfd, const struct stat *s
 	char dir_name[PATH_MAX], lock_path[PATH_MAX + NAME_MAX + 2], who[128];
 	const char *name = sf->inode_lock_name;
 	char pid[32];
+	uint64_t deadline;
 	int ret = 0, n;
 
 	sf->lock_dfd = open_lock_dir(state_dfd, dir_name, sizeof(dir_name), err, errlen);
@@ -703,10 +711,13 @@ static int lock_inode(struct state_file *sf, int state_dfd, const struct stat *s
 	collect_stale_locks(sf->lock_dfd, name);
 	/*
 	 * Retried when the name stopped naming the file we locked (another start unlinked it
-	 * while holding its lock), and briefly when the lock is held (collect_stale_locks of
-	 * another start holds an unused one for microseconds).
+	 * while holding its lock), and for up to LOCK_RETRY_NS when the lock is held:
+	 * collect_stale_locks of another start holds an unused one for microseconds, but that
+	 * start can be preempted while it holds it.  Every lock call stays non-blocking (a
+	 * blocking one would wait for a live daemon forever).
 	 */
-	for (int tries = 0; tries < 8; tries++) {
+	deadline = bd_mono_ns() + LOCK_RETRY_NS;
+	for (int tries = 0; tries < 1000; tries++) {
 		if (sf->inode_lock_fd >= 0)
 			close(sf->inode_lock_fd);
 		sf->inode_lock_fd = -1;
@@ -738,7 +749,7 @@ static int lock_inode(struct state_file *sf, int state_dfd, const struct stat *s
 			snprintf(err, errlen, "cannot lock %s: %s", lock_path, strerror(-ret));
 			return ret;
 		}
-		if (tries >= 3) {
+		if (bd_mono_ns() >= deadline) {
 			lock_holder(sf->inode_lock_fd, who, sizeof(who));
 			snprintf(err, errlen,
 				 "%s %s %s (under another name?): it holds the lock %s", who,

@@ -12,6 +12,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <grp.h>
 #include <sys/file.h>
 #include <sys/mount.h>
@@ -165,6 +166,74 @@ static void lock_dir_made_private(void **state)
 	assert_int_equal(st.st_mode & 07777, 0700);
 }
 
+/* Has pid an open descriptor on path? */
+static int holds_open(pid_t pid, const char *path)
+{
+	char dir[64], link[600], target[600];
+	struct dirent *e;
+	int found = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%ld/fd", (long)pid);
+	d = opendir(dir);
+	if (!d)
+		return 0;
+	while (!found && (e = readdir(d))) {
+		ssize_t n;
+
+		snprintf(link, sizeof(link), "%s/%s", dir, e->d_name);
+		n = readlink(link, target, sizeof(target) - 1);
+		if (n > 0) {
+			target[n] = 0;
+			found = strcmp(target, path) == 0;
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+/*
+ * The per-inode lock held for a while (as by another start's stale-lock collection that was
+ * preempted while holding it): a start keeps trying for longer than that, without blocking.
+ * Released 50 ms after the daemon opened the lock file; it used to give up after 6 ms.
+ */
+static void briefly_held_lock_waited_for(void **state)
+{
+	const char *args[] = {"--state", H.state, NULL};
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	char path[600];
+	struct stat st;
+	int fd, status;
+
+	(void)state;
+	fd = open(H.state, O_RDWR | O_CREAT, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	close(fd);
+	mkdir(LOCK_DIR, 0700);
+	snprintf(path, sizeof(path), LOCK_DIR "/dev-%u:%u-ino-%llu.lock", major(st.st_dev),
+		 minor(st.st_dev), (unsigned long long)st.st_ino);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(fcntl(fd, F_OFD_SETLK, &fl), 0);
+	H.pid = h_spawn(&H, -1, args);
+	assert_true(H.pid > 0);
+	/* Until the daemon has the lock file open (it is retrying), or has exited. */
+	for (int i = 0; i < 5000 && !holds_open(H.pid, path); i++) {
+		if (waitpid(H.pid, &status, WNOHANG) == H.pid) {
+			H.pid = -1;
+			break;
+		}
+		test_sleep_ms(1);
+	}
+	if (H.pid > 0)
+		test_sleep_ms(50);
+	close(fd); /* releases the lock */
+	assert_true(H.pid > 0);
+	assert_int_equal(h_wait_running(&H, H.pid), 0);
+	assert_false(log_has("blocks"));
+}
+
 /* A per-inode lock held by something that is not a barrierd: the message names it. */
 static void foreign_holder_named(void **state)
 {
@@ -276,6 +345,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(squatter_cannot_block_start, h_setup, squat_teardown),
 	    cmocka_unit_test_setup_teardown(bind_mount_second_instance_fails, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(lock_dir_made_private, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(briefly_held_lock_waited_for, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(foreign_holder_named, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(full_tmpfs_refused, h_setup, full_teardown),
 	};
