@@ -932,6 +932,23 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 		ret = -ESTALE;
 		goto fail;
 	}
+	/*
+	 * A misconfigured --state naming a large file of root's (a VM image, a database): never
+	 * allocate and zero it.  No file of ours is larger than the layout for the largest CPU
+	 * count a reader accepts; one laid out at an earlier boot for more possible CPUs than
+	 * now is smaller than that, and is reset as usual (never shrunk).
+	 */
+	if ((uint64_t)st.st_size > barrierd_file_size(BARRIERD_MAX_CPUS)) {
+		snprintf(
+		    err, errlen,
+		    "refusing state file %s: it holds %lld bytes, more than any barrierd state "
+		    "file (%llu at most for %u CPUs); is --state the right file? It is left "
+		    "as it was",
+		    path, (long long)st.st_size,
+		    (unsigned long long)barrierd_file_size(BARRIERD_MAX_CPUS), BARRIERD_MAX_CPUS);
+		ret = -EFBIG;
+		goto fail;
+	}
 	/* Readable by everyone, writable by us only: clients refuse anything looser. */
 	if (fchmod(sf->fd, 0644)) {
 		ret = -errno;

@@ -383,6 +383,41 @@ static void stale_locks_collected(void **state)
 	assert_true(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
+/*
+ * A --state naming a large file of root's (a sparse VM image, say): refused before anything
+ * is allocated or written, exit 1.  The bound is the layout for the largest CPU count, not
+ * this machine's: a file that large is still reset and served.
+ */
+static void oversized_file_refused(void **state)
+{
+	const char *args[] = {"--state", H.state, NULL};
+	const off_t big = 4 << 20;
+	uint8_t page[4096], zero[4096] = {0};
+	struct stat st, st2;
+	int fd;
+
+	(void)state;
+	fd = open(H.state, O_RDWR | O_CREAT | O_EXCL, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, big), 0); /* sparse */
+	assert_int_equal(fstat(fd, &st), 0);
+	close(fd);
+	assert_int_equal(run_to_exit(args), 1);
+	assert_true(log_has("more than any barrierd state file"));
+	assert_int_equal(stat(H.state, &st2), 0);
+	assert_int_equal(st2.st_size, big);
+	assert_int_equal(st2.st_blocks, st.st_blocks); /* nothing allocated */
+	fd = open(H.state, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, page, sizeof(page), 0), (ssize_t)sizeof(page));
+	close(fd);
+	assert_memory_equal(page, zero, sizeof(page)); /* nothing written */
+
+	assert_int_equal(truncate(H.state, (off_t)barrierd_file_size(BARRIERD_MAX_CPUS)), 0);
+	assert_int_equal(h_start(&H, -1, NULL), 0);
+	assert_int_equal(size_of(H.state), (off_t)barrierd_file_size(BARRIERD_MAX_CPUS));
+}
+
 /* A FIFO, a socket or a device at the state path is named as what it is, and left alone. */
 static void special_files_named(void **state)
 {
@@ -435,6 +470,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(failed_start_keeps_what_it_found, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(stale_locks_collected, h_setup, fs_teardown),
 	    cmocka_unit_test_setup_teardown(special_files_named, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(oversized_file_refused, h_setup, h_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
