@@ -772,6 +772,74 @@ static int lock_inode(struct state_file *sf, int state_dfd, const struct stat *s
 	return 0;
 }
 
+/* The liveness bound of a file's heartbeat, its period sanitised as the library does. */
+static uint64_t liveness_ns(uint64_t period)
+{
+	if (period == 0 || period > BARRIERD_MAX_HEARTBEAT_PERIOD_NS)
+		period = BARRIERD_DEFAULT_HEARTBEAT_PERIOD_NS;
+	return BARRIERD_LIVENESS_PERIODS * period;
+}
+
+/*
+ * Is another daemon publishing into this inode right now?  Our locks keep out every daemon
+ * that uses the same lock directory, but one that does not (in another mount namespace with
+ * its own /run, a daemon of another uid locking in the state file's directory, a pre-release
+ * binary that locked the state file itself) takes neither, and resetting its live file would
+ * hand its clients our zeros and then our values as its.  The file says whether someone
+ * publishes: RUNNING, not STOPPED, and a heartbeat within the liveness bound
+ * (include/barrierd.h; the library's own rule).  Then watch it for up to that bound: a
+ * heartbeat that moves is a live daemon's (refused, -EBUSY); one that ages past the bound,
+ * or a stop, is a dead or stopping daemon's, and the start goes on.  A heartbeat already
+ * stale (a SIGKILLed daemon) or later than our clock (not of this boot: never a daemon we
+ * share the clock with) delays nothing.  Read-only, and before any byte is written.  No
+ * bus guard: the mapping is read-only and is nothing the SIGBUS handler may mark.
+ */
+static int refuse_live_file(const struct state_file *sf, const struct stat *st, char *err,
+			    size_t errlen)
+{
+	const struct barrierd_header *h;
+	uint64_t hb = 0, bound = 0, now;
+	bool first = true;
+	int ret = 0;
+
+	if ((size_t)st->st_size < sizeof(*h))
+		return 0;
+	h = mmap(NULL, sizeof(*h), PROT_READ, MAP_SHARED, sf->fd, 0);
+	if (h == MAP_FAILED)
+		return 0; /* the reset's own mapping reports it */
+	for (;;) {
+		uint64_t f = bd_load(&h->flags), b = bd_load(&h->heartbeat_ns);
+
+		/* The clock after the loads: a live daemon's heartbeat is never later. */
+		bd_lfence();
+		now = bd_mono_ns();
+		if (!(f & BARRIERD_FLAG_RUNNING) || (f & BARRIERD_FLAG_STOPPED) || b > now)
+			break;
+		if (first) {
+			hb = b;
+			bound = liveness_ns(bd_load(&h->heartbeat_period_ns));
+			first = false;
+			if (now - hb > bound)
+				break;
+			log_info("%s is marked running with a fresh heartbeat: watching it for up "
+				 "to %llu ms before resetting it",
+				 sf->path, (unsigned long long)((hb + bound - now) / 1000000));
+		} else if (b != hb) {
+			snprintf(err, errlen,
+				 "another daemon (pid %llu) is publishing into %s (another mount "
+				 "namespace, or an older barrierd?); not touching it",
+				 (unsigned long long)bd_load(&h->daemon_pid), sf->path);
+			ret = -EBUSY;
+			break;
+		} else if (now - hb > bound) {
+			break;
+		}
+		usleep(2000);
+	}
+	munmap((void *)h, sizeof(*h));
+	return ret;
+}
+
 /* Split path into its directory (opened O_PATH) and its last component. */
 static int open_parent(const char *path, int *dfd, const char **base, char *err, size_t errlen)
 {
@@ -949,6 +1017,9 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 		ret = -EFBIG;
 		goto fail;
 	}
+	ret = refuse_live_file(sf, &st, err, errlen);
+	if (ret)
+		goto fail;
 	/* Readable by everyone, writable by us only: clients refuse anything looser. */
 	if (fchmod(sf->fd, 0644)) {
 		ret = -errno;

@@ -14,6 +14,7 @@
 
 #include <dirent.h>
 #include <grp.h>
+#include <sched.h>
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -151,6 +152,99 @@ static void bind_mount_second_instance_fails(void **state)
 }
 
 #define LOCK_DIR "/run/barrierd-locks"
+
+/*
+ * Fork and exec the daemon on path (output to the log) in a mount namespace of its own whose
+ * LOCK_DIR is a fresh tmpfs: a daemon that cannot see the running daemon's locks, as one in a
+ * container with its own /run would be.
+ */
+static pid_t spawn_unseen(const char *path)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd = open(H.log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+		    mount("tmpfs", LOCK_DIR, "tmpfs", 0, "mode=0700"))
+			_exit(99);
+		execl(h_daemon_bin(), h_daemon_bin(), "--state", path, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/*
+ * A second daemon that takes neither of the running daemon's locks (its own LOCK_DIR, the
+ * file reached through a bind mount) finds the file live, refuses, and touches nothing: the
+ * first keeps its generation and pid, and stops cleanly (no foreign write seen).
+ */
+static void unseen_second_instance_refused(void **state)
+{
+	char other[400], want[600];
+	const struct barrierd_header *m;
+	uint64_t gen;
+	size_t sz = 0;
+	int st, fd;
+
+	(void)state;
+	snprintf(other, sizeof(other), "%s/other", H.dir);
+	assert_int_equal(h_start(&H, -1, NULL), 0);
+	m = map_ro(H.state, &sz);
+	assert_non_null(m);
+	gen = bd_load(&m->generation);
+	fd = open(other, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(mount(H.state, other, NULL, MS_BIND, NULL), 0);
+	st = test_reap(spawn_unseen(other), 5);
+	umount2(other, MNT_DETACH);
+	assert_true(st != -1 && WIFEXITED(st)); /* refused, not serving */
+	assert_int_not_equal(WEXITSTATUS(st), 99);
+	assert_int_equal(WEXITSTATUS(st), 1);
+	snprintf(want, sizeof(want), "another daemon (pid %ld) is publishing into %s", (long)H.pid,
+		 other);
+	assert_true(log_has(want));
+	assert_int_equal(bd_load(&m->generation), gen);
+	assert_int_equal(bd_load(&m->daemon_pid), (uint64_t)H.pid);
+	assert_true(bd_load(&m->flags) & BARRIERD_FLAG_RUNNING);
+	assert_false(bd_load(&m->flags) & BARRIERD_FLAG_STOPPED);
+	munmap((void *)m, sz);
+	st = h_stop(&H);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/*
+ * A daemon killed with SIGKILL leaves RUNNING and a heartbeat that stops: the next start
+ * waits at most until it is stale (and goes on), and once it is stale does not wait at all.
+ */
+static void killed_daemon_file_taken_over(void **state)
+{
+	long mark;
+	int st;
+
+	(void)state;
+	assert_int_equal(h_start(&H, -1, NULL), 0);
+	kill(H.pid, SIGKILL);
+	st = test_reap(H.pid, 10);
+	H.pid = -1;
+	assert_true(st != -1 && WIFSIGNALED(st));
+	assert_int_equal(h_start(&H, -1, NULL), 0); /* at once: within the liveness bound */
+	kill(H.pid, SIGKILL);
+	st = test_reap(H.pid, 10);
+	H.pid = -1;
+	assert_true(st != -1 && WIFSIGNALED(st));
+	test_sleep_ms(400); /* past the liveness bound: 3 periods of 100 ms */
+	mark = h_log_mark(&H);
+	assert_int_equal(h_start(&H, -1, NULL), 0);
+	assert_false(h_log_has_since(&H, mark, "watching it"));
+}
 
 /* A root-owned lock directory at 0755 (RuntimeDirectoryMode=0755 makes it so): made 0700. */
 static void lock_dir_made_private(void **state)
@@ -344,6 +438,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(squatter_cannot_block_start, h_setup, squat_teardown),
 	    cmocka_unit_test_setup_teardown(bind_mount_second_instance_fails, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(unseen_second_instance_refused, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(killed_daemon_file_taken_over, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(lock_dir_made_private, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(briefly_held_lock_waited_for, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(foreign_holder_named, h_setup, h_teardown),
