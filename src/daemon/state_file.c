@@ -168,6 +168,18 @@ static const char *foreign_reason(const struct state_file *sf, const uint8_t *ma
 	return NULL;
 }
 
+/* Zero the stop snapshot of an extension at byte xo, if one fits there. */
+static void zero_stop_at(uint8_t *map, size_t size, uint64_t xo)
+{
+	struct barrierd_ext *x;
+
+	if (xo % 8 || xo > size || size - xo < sizeof(*x))
+		return;
+	x = (void *)(map + xo);
+	bd_store(&x->stop_ns, 0);
+	bd_store(&x->stop_vtime, 0);
+}
+
 /*
  * Zero every time in the file in place, with single aligned stores in an order that is safe at
  * every step for a reader that still maps it (DESIGN rules 9 and 10):
@@ -187,7 +199,7 @@ static const char *foreign_reason(const struct state_file *sf, const uint8_t *ma
  * zeroed first and vtime is set to 1 last.  A stamp of the old value is passed by nothing
  * (a delay), and one taken after is above every word left.  Zero times only ever delay.
  */
-static void reset_words(uint8_t *map, size_t size)
+static void reset_words(uint8_t *map, size_t size, uint64_t ncpu)
 {
 	struct barrierd_header *h = (void *)map;
 	uint64_t maxv = 0, n = 0, xo;
@@ -195,18 +207,21 @@ static void reset_words(uint8_t *map, size_t size)
 	if (size < 32)
 		goto rest;
 	if (size >= sizeof(*h)) {
-		xo = bd_load(&h->ext_offset);
-		if (xo % 8 == 0 && xo <= size && size - xo >= sizeof(struct barrierd_ext)) {
-			struct barrierd_ext *x = (void *)(map + xo);
-
-			bd_store(&x->stop_ns, 0);
-			bd_store(&x->stop_vtime, 0);
-		}
-		state_flags_update(&h->flags, BARRIERD_FLAGS_STATE_MASK, BARRIERD_FLAG_STOPPED);
 		/* The vtime words: the header's two and the second of each per-CPU entry. */
 		n = bd_load(&h->ncpu);
 		if (n > (size - sizeof(*h)) / sizeof(struct barrierd_cpu))
 			n = (size - sizeof(*h)) / sizeof(struct barrierd_cpu);
+		/*
+		 * The snapshot where our layout puts it, and where the file's ext_offset says
+		 * only if that lies past the header and the per-CPU array: a foreign ext_offset
+		 * of 0 or 8 would aim these stores at the flags and the generation (the
+		 * generation must never go back, lib/trusted.c's seqlock).
+		 */
+		zero_stop_at(map, size, barrierd_ext_offset(ncpu));
+		xo = bd_load(&h->ext_offset);
+		if (xo >= sizeof(*h) + n * sizeof(struct barrierd_cpu))
+			zero_stop_at(map, size, xo);
+		state_flags_update(&h->flags, BARRIERD_FLAGS_STATE_MASK, BARRIERD_FLAG_STOPPED);
 	}
 	maxv = bd_load(&h->vtime);
 	if (bd_load(&h->last_interrupt_vtime) > maxv)
@@ -297,18 +312,75 @@ static size_t put_num(char *buf, size_t n, size_t len, unsigned long long v)
 	return n;
 }
 
+static size_t put_hex(char *buf, size_t n, size_t len, unsigned long long v)
+{
+	char t[24];
+	int k = 0;
+
+	do {
+		t[k++] = "0123456789abcdef"[v % 16];
+		v /= 16;
+	} while (v);
+	n = put_str(buf, n, len, "0x");
+	while (k && n + 1 < len)
+		buf[n++] = t[--k];
+	return n;
+}
+
+/* Mark the mapped file stopped if it still holds the flags word (one CAS and a wake). */
+static bool bus_mark_stopped(long long size)
+{
+	if (!bus_guard.base || size < (long long)(offsetof(struct barrierd_header, flags) + 8))
+		return false;
+	state_flags_update(&((struct barrierd_header *)bus_guard.base)->flags,
+			   BARRIERD_FLAGS_STATE_MASK, BARRIERD_FLAG_STOPPED);
+	return true;
+}
+
 /*
- * Async-signal-safe: fstat(2), one CAS and FUTEX_WAKE on the flags word, write(2), _exit(2).
- * No siglongjmp back into a pass: the pass was half done, and nothing it stored can be
- * vouched for in a file someone else cut.  The stopped flag is the only word written, and
- * only if the file still holds it (page 0 then stays mapped).  SA_NODEFER: a fault inside the
- * handler (the file shrank again) re-enters it, which exits at once instead of being killed.
+ * A SIGBUS that is not a fault on the state file's mapping: a fault elsewhere, or one sent
+ * with kill.  The default action is out of reach (under the sandbox sigaction(2) is a
+ * forbidden call, which used to end the daemon as "seccomp: forbidden system call 13"), and a
+ * fault would only repeat: say what it was, mark the file stopped (nothing cut it, so its
+ * page 0 is whole), and exit with STATE_FILE_SIGBUS_OTHER_EXIT.
+ */
+static void bus_not_ours(const siginfo_t *si, long long size)
+{
+	char msg[256];
+	size_t n = 0;
+	bool stopped;
+
+	n = put_str(msg, n, sizeof(msg), "<2>barrierd: SIGBUS not on the state file (");
+	if (si->si_code <= 0) {
+		/* SI_USER, SI_TKILL, SI_QUEUE: sent, and si_pid says by whom. */
+		n = put_str(msg, n, sizeof(msg), "sent by pid ");
+		n = put_num(msg, n, sizeof(msg), (unsigned long long)si->si_pid);
+	} else {
+		n = put_str(msg, n, sizeof(msg), "code ");
+		n = put_num(msg, n, sizeof(msg), (unsigned long long)si->si_code);
+		n = put_str(msg, n, sizeof(msg), " at address ");
+		n = put_hex(msg, n, sizeof(msg), (unsigned long long)(uintptr_t)si->si_addr);
+	}
+	stopped = bus_mark_stopped(size);
+	n = put_str(msg, n, sizeof(msg),
+		    stopped ? "); state marked stopped, exiting\n" : "); exiting\n");
+	if (write(2, msg, n) < 0) {
+	}
+	_exit(STATE_FILE_SIGBUS_OTHER_EXIT);
+}
+
+/*
+ * Async-signal-safe: fstat(2), one CAS and FUTEX_WAKE on the flags word, write(2), _exit(2),
+ * all allowed by the sandbox.  No siglongjmp back into a pass: the pass was half done, and
+ * nothing it stored can be vouched for in a file someone else cut.  The stopped flag is the
+ * only word written, and only if the file still holds it (page 0 then stays mapped).
+ * SA_NODEFER: a fault inside the handler (the file shrank again) re-enters it, which exits at
+ * once instead of being killed.  Every path ends in _exit: the daemon never dies of SIGBUS.
  */
 static void on_sigbus(int sig, siginfo_t *si, void *uc)
 {
 	static const char again[] = "<3>barrierd: the state file faulted again while stopping\n";
 	uintptr_t a = (uintptr_t)si->si_addr, base = bus_guard.base;
-	struct sigaction dfl;
 	struct stat st;
 	char msg[PATH_MAX + 256];
 	long long size = -1;
@@ -321,20 +393,11 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 		}
 		_exit(STATE_FILE_SIGBUS_EXIT);
 	}
-	if (si->si_code != BUS_ADRERR || !base || a < base || a - base >= bus_guard.len) {
-		/*
-		 * Not our mapping: the default action, by faulting again on return.  (A SIGBUS
-		 * sent with kill is thereby ignored once.)
-		 */
-		dfl.sa_handler = SIG_DFL;
-		dfl.sa_flags = 0;
-		sigemptyset(&dfl.sa_mask);
-		sigaction(SIGBUS, &dfl, NULL);
-		return;
-	}
 	bus_busy = 1;
-	if (fstat(bus_guard.fd, &st) == 0)
+	if (base && fstat(bus_guard.fd, &st) == 0)
 		size = (long long)st.st_size;
+	if (si->si_code != BUS_ADRERR || !base || a < base || a - base >= bus_guard.len)
+		bus_not_ours(si, size);
 	n = put_str(msg, n, sizeof(msg), "<3>barrierd: state file ");
 	n = put_str(msg, n, sizeof(msg), bus_guard.path);
 	if (size >= 0 && (size_t)size < bus_guard.len) {
@@ -346,9 +409,7 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 	}
 	n = put_str(msg, n, sizeof(msg), " under the daemon (its mapping faulted at offset ");
 	n = put_num(msg, n, sizeof(msg), (unsigned long long)(a - base));
-	if (size >= (long long)(offsetof(struct barrierd_header, flags) + 8)) {
-		state_flags_update(&((struct barrierd_header *)base)->flags,
-				   BARRIERD_FLAGS_STATE_MASK, BARRIERD_FLAG_STOPPED);
+	if (bus_mark_stopped(size)) {
 		n = put_str(msg, n, sizeof(msg), "); marked stopped, exiting\n");
 	} else {
 		n = put_str(msg, n, sizeof(msg), "); nothing written, exiting\n");
@@ -538,9 +599,27 @@ static int open_lock_dir(int state_dfd, char *dir_name, size_t dlen, char *err, 
 	/* Not even root's sticky: whoever could create a name there could squat a lock. */
 	if (!ret && (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))) {
 		snprintf(err, errlen,
-			 "refusing %s: owned by uid %u with mode %04o, not root's 0700",
+			 "refusing %s: owned by uid %u with mode %04o; it must be root's and "
+			 "writable by root only",
 			 BARRIERD_LOCK_DIR, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
 		ret = -EPERM;
+	}
+	/*
+	 * Trusted, now make it 0700: we created it so, but an existing one may be looser (the
+	 * systemd unit's RuntimeDirectoryMode=0755 applies to it too, at every service start),
+	 * and which inodes are served, by whom, is nobody else's business.  fchmod needs a
+	 * real descriptor, not O_PATH; the directory is the one just checked.
+	 */
+	if (!ret && (st.st_mode & 07777) != 0700) {
+		int rfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (rfd < 0 || fchmod(rfd, 0700)) {
+			ret = -errno;
+			snprintf(err, errlen, "cannot make %s 0700 (it is %04o): %s",
+				 BARRIERD_LOCK_DIR, (unsigned)(st.st_mode & 07777), strerror(-ret));
+		}
+		if (rfd >= 0)
+			close(rfd);
 	}
 	if (ret) {
 		close(fd);
@@ -596,6 +675,13 @@ static void collect_stale_locks(int lock_dfd, const char *keep)
 }
 
 /*
+ * How long a start keeps trying a per-inode lock that is held: far longer than a stale-lock
+ * collection holds one (microseconds, unless its start is preempted), far shorter than
+ * anything a refused second daemon would notice.
+ */
+#define LOCK_RETRY_NS (200 * 1000000ULL)
+
+/*
  * Single instance, per inode: an OFD write lock on a 0600 file named after the state file's
  * (st_dev, st_ino), in a directory only root (or we) can write.  No user can open that file,
  * so no user can hold its lock; a second daemon reaching the same inode under another name (a
@@ -610,6 +696,7 @@ static int lock_inode(struct state_file *sf, int state_dfd, const struct stat *s
 	char dir_name[PATH_MAX], lock_path[PATH_MAX + NAME_MAX + 2], who[128];
 	const char *name = sf->inode_lock_name;
 	char pid[32];
+	uint64_t deadline;
 	int ret = 0, n;
 
 	sf->lock_dfd = open_lock_dir(state_dfd, dir_name, sizeof(dir_name), err, errlen);
@@ -624,10 +711,13 @@ static int lock_inode(struct state_file *sf, int state_dfd, const struct stat *s
 	collect_stale_locks(sf->lock_dfd, name);
 	/*
 	 * Retried when the name stopped naming the file we locked (another start unlinked it
-	 * while holding its lock), and briefly when the lock is held (collect_stale_locks of
-	 * another start holds an unused one for microseconds).
+	 * while holding its lock), and for up to LOCK_RETRY_NS when the lock is held:
+	 * collect_stale_locks of another start holds an unused one for microseconds, but that
+	 * start can be preempted while it holds it.  Every lock call stays non-blocking (a
+	 * blocking one would wait for a live daemon forever).
 	 */
-	for (int tries = 0; tries < 8; tries++) {
+	deadline = bd_mono_ns() + LOCK_RETRY_NS;
+	for (int tries = 0; tries < 1000; tries++) {
 		if (sf->inode_lock_fd >= 0)
 			close(sf->inode_lock_fd);
 		sf->inode_lock_fd = -1;
@@ -659,7 +749,7 @@ static int lock_inode(struct state_file *sf, int state_dfd, const struct stat *s
 			snprintf(err, errlen, "cannot lock %s: %s", lock_path, strerror(-ret));
 			return ret;
 		}
-		if (tries >= 3) {
+		if (bd_mono_ns() >= deadline) {
 			lock_holder(sf->inode_lock_fd, who, sizeof(who));
 			snprintf(err, errlen,
 				 "%s %s %s (under another name?): it holds the lock %s", who,
@@ -680,6 +770,74 @@ static int lock_inode(struct state_file *sf, int state_dfd, const struct stat *s
 	if (ftruncate(sf->inode_lock_fd, 0) || pwrite(sf->inode_lock_fd, pid, (size_t)n, 0) != n)
 		log_warn("cannot write our pid into %s", lock_path);
 	return 0;
+}
+
+/* The liveness bound of a file's heartbeat, its period sanitised as the library does. */
+static uint64_t liveness_ns(uint64_t period)
+{
+	if (period == 0 || period > BARRIERD_MAX_HEARTBEAT_PERIOD_NS)
+		period = BARRIERD_DEFAULT_HEARTBEAT_PERIOD_NS;
+	return BARRIERD_LIVENESS_PERIODS * period;
+}
+
+/*
+ * Is another daemon publishing into this inode right now?  Our locks keep out every daemon
+ * that uses the same lock directory, but one that does not (in another mount namespace with
+ * its own /run, a daemon of another uid locking in the state file's directory, a pre-release
+ * binary that locked the state file itself) takes neither, and resetting its live file would
+ * hand its clients our zeros and then our values as its.  The file says whether someone
+ * publishes: RUNNING, not STOPPED, and a heartbeat within the liveness bound
+ * (include/barrierd.h; the library's own rule).  Then watch it for up to that bound: a
+ * heartbeat that moves is a live daemon's (refused, -EBUSY); one that ages past the bound,
+ * or a stop, is a dead or stopping daemon's, and the start goes on.  A heartbeat already
+ * stale (a SIGKILLed daemon) or later than our clock (not of this boot: never a daemon we
+ * share the clock with) delays nothing.  Read-only, and before any byte is written.  No
+ * bus guard: the mapping is read-only and is nothing the SIGBUS handler may mark.
+ */
+static int refuse_live_file(const struct state_file *sf, const struct stat *st, char *err,
+			    size_t errlen)
+{
+	const struct barrierd_header *h;
+	uint64_t hb = 0, bound = 0, now;
+	bool first = true;
+	int ret = 0;
+
+	if ((size_t)st->st_size < sizeof(*h))
+		return 0;
+	h = mmap(NULL, sizeof(*h), PROT_READ, MAP_SHARED, sf->fd, 0);
+	if (h == MAP_FAILED)
+		return 0; /* the reset's own mapping reports it */
+	for (;;) {
+		uint64_t f = bd_load(&h->flags), b = bd_load(&h->heartbeat_ns);
+
+		/* The clock after the loads: a live daemon's heartbeat is never later. */
+		bd_lfence();
+		now = bd_mono_ns();
+		if (!(f & BARRIERD_FLAG_RUNNING) || (f & BARRIERD_FLAG_STOPPED) || b > now)
+			break;
+		if (first) {
+			hb = b;
+			bound = liveness_ns(bd_load(&h->heartbeat_period_ns));
+			first = false;
+			if (now - hb > bound)
+				break;
+			log_info("%s is marked running with a fresh heartbeat: watching it for up "
+				 "to %llu ms before resetting it",
+				 sf->path, (unsigned long long)((hb + bound - now) / 1000000));
+		} else if (b != hb) {
+			snprintf(err, errlen,
+				 "another daemon (pid %llu) is publishing into %s (another mount "
+				 "namespace, or an older barrierd?); not touching it",
+				 (unsigned long long)bd_load(&h->daemon_pid), sf->path);
+			ret = -EBUSY;
+			break;
+		} else if (now - hb > bound) {
+			break;
+		}
+		usleep(2000);
+	}
+	munmap((void *)h, sizeof(*h));
+	return ret;
 }
 
 /* Split path into its directory (opened O_PATH) and its last component. */
@@ -842,6 +1000,26 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 		ret = -ESTALE;
 		goto fail;
 	}
+	/*
+	 * A misconfigured --state naming a large file of root's (a VM image, a database): never
+	 * allocate and zero it.  No file of ours is larger than the layout for the largest CPU
+	 * count a reader accepts; one laid out at an earlier boot for more possible CPUs than
+	 * now is smaller than that, and is reset as usual (never shrunk).
+	 */
+	if ((uint64_t)st.st_size > barrierd_file_size(BARRIERD_MAX_CPUS)) {
+		snprintf(
+		    err, errlen,
+		    "refusing state file %s: it holds %lld bytes, more than any barrierd state "
+		    "file (%llu at most for %u CPUs); is --state the right file? It is left "
+		    "as it was",
+		    path, (long long)st.st_size,
+		    (unsigned long long)barrierd_file_size(BARRIERD_MAX_CPUS), BARRIERD_MAX_CPUS);
+		ret = -EFBIG;
+		goto fail;
+	}
+	ret = refuse_live_file(sf, &st, err, errlen);
+	if (ret)
+		goto fail;
 	/* Readable by everyone, writable by us only: clients refuse anything looser. */
 	if (fchmod(sf->fd, 0644)) {
 		ret = -errno;
@@ -854,14 +1032,16 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 	/*
 	 * Every block of the file before any mapping touches it: on a full file system a sparse
 	 * file maps, then faults (SIGBUS) in us and in every client that maps it.  Allocating
-	 * never shrinks a file and changes no byte of it; on ENOSPC a file is not grown.
+	 * never shrinks a file and changes no byte of it.  On ENOSPC tmpfs undoes what it
+	 * allocated, but ext4 keeps it and the file may have grown: harmless, the grown range is
+	 * allocated and reads zero.
 	 */
 	ret = posix_fallocate(sf->fd, 0, (off_t)alloc);
 	if (ret) {
 		snprintf(err, errlen, "cannot allocate %zu bytes for %s: %s%s", alloc, path,
 			 strerror(ret),
 			 sf->created ? " (the new file is removed)"
-				     : " (the file is left as it was, not mapped)");
+				     : " (the file is not written or mapped)");
 		ret = -ret;
 		goto fail;
 	}
@@ -894,7 +1074,7 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 			log_info("%s: left by an earlier daemon of ours; times restart from zero, "
 				 "vtime above every value it held",
 				 path);
-		reset_words(map, (size_t)st.st_size);
+		reset_words(map, (size_t)st.st_size, sf->ncpu);
 		bus_guard_set(NULL, 0, -1, NULL);
 		munmap(map, (size_t)st.st_size);
 	}
@@ -1002,7 +1182,11 @@ void state_file_discard(struct state_file *sf)
 	 */
 	if (sf->created && sf->inode_locked) /* else another daemon may serve it already */
 		unlink_ours(sf->dfd, sf->base, sf->fd, "state file");
-	if (sf->inode_lock_created)
+	/*
+	 * Only a per-inode lock file we created *and* hold: lock_inode may create it at a later
+	 * try and then find it locked by another start, whose lock it is from then on.
+	 */
+	if (sf->inode_lock_created && sf->inode_locked)
 		unlink_ours(sf->lock_dfd, sf->inode_lock_name, sf->inode_lock_fd, "lock file");
 	snprintf(lock_base, sizeof(lock_base), "%s.lock", sf->base);
 	if (sf->lock_created)
@@ -1054,7 +1238,7 @@ void state_file_reset_foreign(struct state_file *sf)
 	 */
 	log_err("%s was written by another process: resetting it (every time zeroed, stopped)",
 		sf->path);
-	reset_words((uint8_t *)sf->hdr, sf->size);
+	reset_words((uint8_t *)sf->hdr, sf->size, sf->ncpu);
 	wake_all(sf);
 }
 

@@ -111,6 +111,12 @@ void state_file_discard(struct state_file *sf);
 #define STATE_FILE_SIGBUS_EXIT 74
 
 /*
+ * The exit status of a daemon that got a SIGBUS not on the state file's mapping (a fault
+ * elsewhere, or one sent with kill): EX_SOFTWARE, as for a trapped system call.
+ */
+#define STATE_FILE_SIGBUS_OTHER_EXIT 70
+
+/*
  * Where root's daemons keep their per-inode locks (one empty 0600 file per state file inode,
  * named after its device and inode): a directory only root can write.
  */

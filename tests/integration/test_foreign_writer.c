@@ -428,6 +428,44 @@ static void wrapped_vtime_reset(void **state)
 	munmap((void *)m, sz);
 }
 
+/*
+ * 5. A stopped file whose ext_offset is 0 or 8: the reset's first stores (the stop snapshot,
+ * trust off) must not follow it into the header, where they would zero the flags and the
+ * generation.  The generation never goes back: the start publishes the old one plus one.
+ */
+static void foreign_ext_offset_not_followed(void **state)
+{
+	static const uint64_t xos[] = {0, 8};
+	const struct barrierd_header *m;
+	uint64_t gen;
+	uint8_t *buf;
+	size_t size, sz = 0;
+	int st;
+
+	(void)state;
+	make_stopped_file();
+	for (size_t i = 0; i < sizeof(xos) / sizeof(xos[0]); i++) {
+		buf = slurp(&size);
+		((struct barrierd_header *)buf)->ext_offset = xos[i];
+		gen = ((struct barrierd_header *)buf)->generation + 1000;
+		((struct barrierd_header *)buf)->generation = gen;
+		spit(buf, size);
+		free(buf);
+		assert_int_equal(h_start(&H, -1, NULL), 0);
+		m = map_ro(H.state, &sz);
+		assert_non_null(m);
+		if (bd_load(&m->generation) != gen + 1)
+			fail_msg("ext_offset %llu: generation %llu after the start, expected %llu",
+				 (unsigned long long)xos[i],
+				 (unsigned long long)bd_load(&m->generation),
+				 (unsigned long long)gen + 1);
+		munmap((void *)m, sz);
+		st = h_stop(&H);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+}
+
 struct file_snap {
 	uint8_t data[8192];
 	ssize_t len;
@@ -682,6 +720,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(foreign_percpu_only_not_adopted, h_setup, teardown),
 	    cmocka_unit_test_setup_teardown(future_values_reset, h_setup, teardown),
 	    cmocka_unit_test_setup_teardown(wrapped_vtime_reset, h_setup, teardown),
+	    cmocka_unit_test_setup_teardown(foreign_ext_offset_not_followed, h_setup, teardown),
 	    cmocka_unit_test_setup_teardown(state_file_ownership_refused, h_setup, teardown),
 	    cmocka_unit_test_setup_teardown(foreign_write_to_owned_words, h_setup, teardown),
 	};
