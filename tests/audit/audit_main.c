@@ -8,7 +8,8 @@
  *
  * Phases: a file left by another boot (no daemon, then a daemon that must reset it), an idle
  * machine, every CPU loaded, one CPU busy and one idle, a daemon restart with stamps taken
- * before it and waited for after it, and a client in a time namespace.  ns and vtime
+ * before it and waited for after it, and a client in a time namespace; on request (it changes
+ * the machine), CPUs taken offline and back under running and blocked barriers.  ns and vtime
  * barriers alternate everywhere; a vtime barrier's lower bound is a clock reading the writer
  * took before its fence and vtime load.
  *
@@ -48,8 +49,9 @@ enum kind { K_NS, K_VTIME, K_RAW, K_TIMENS, K_TIMENS_VTIME };
 static const char *const kind_name[] = {"ns", "vtime", "original-layout ns", "time-namespace ns",
 					"time-namespace vtime"};
 
-enum phase { P_STALE, P_IDLE, P_LOADED, P_MIXED, P_RESTART, P_TIMENS, P_COUNT };
-static const char *const phase_name[] = {"stale", "idle", "loaded", "mixed", "restart", "timens"};
+enum phase { P_STALE, P_IDLE, P_LOADED, P_MIXED, P_RESTART, P_TIMENS, P_HOTPLUG, P_COUNT };
+static const char *const phase_name[] = {"stale",   "idle",   "loaded", "mixed",
+					 "restart", "timens", "hotplug"};
 
 struct barrier {
 	uint8_t kind, phase;
@@ -107,6 +109,8 @@ static struct {
 	long min_audited;
 	int64_t timeout_ns;
 	bool phase_on[P_COUNT];
+	long hotplug_cycles;
+	const char *hotplug_cpus;
 } A;
 
 static void diag(const char *fmt, ...)
@@ -803,6 +807,209 @@ static int phase_timens(void)
 	return 0;
 }
 
+/* ---- CPU hotplug (on request: --phases hotplug) --------------------------------------------- */
+
+/* Write "0" or "1" to CPU cpu's online file; 0 or -errno. */
+static int cpu_set_online(int cpu, bool on)
+{
+	char path[64];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, on ? "1" : "0", 1) != 1)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* Offline credits the daemon has given CPU cpu (the extension's counter), 0 if unknown. */
+static uint64_t offline_credits(const struct barrierd *b, int cpu)
+{
+	size_t size;
+	const struct barrierd_header *h = barrierd_mapping(b, &size);
+	uint64_t xo = bd_load(&h->ext_offset), n = bd_load(&h->ncpu);
+	const struct barrierd_ext *x;
+
+	if (!(bd_load(&h->flags) & BARRIERD_FEAT_EXTENSION) || !xo || (uint64_t)cpu >= n ||
+	    xo + sizeof(*x) + n * sizeof(struct barrierd_ext_cpu) > size)
+		return 0;
+	x = (const void *)((const char *)h + xo);
+	return bd_load(&x->cpu[cpu].credit_offline);
+}
+
+/* One unplug and replug, timed from outside: the CPU's bit was clear throughout (w1, u0). */
+struct hp_cycle {
+	int cpu;
+	uint64_t hold_ns;
+	uint64_t w0, w1, u0, u1;
+	int down_rc, up_rc;
+	volatile bool done;
+};
+
+static void *hp_toggle(void *arg)
+{
+	struct hp_cycle *c = arg;
+
+	c->w0 = bd_mono_ns();
+	c->down_rc = cpu_set_online(c->cpu, false);
+	c->w1 = bd_mono_ns();
+	test_sleep_ns(c->hold_ns);
+	c->u0 = bd_mono_ns();
+	c->up_rc = cpu_set_online(c->cpu, true);
+	c->u1 = bd_mono_ns();
+	__atomic_store_n(&c->done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* A waiter blocked across the unplug: its stamp is in the future, inside the offline time. */
+struct hp_waiter {
+	struct barrierd *b;
+	uint64_t at;
+	struct barrier r;
+};
+
+static void *hp_wait(void *arg)
+{
+	struct hp_waiter *w = arg;
+
+	w->r.kind = K_NS;
+	w->r.phase = P_HOTPLUG;
+	w->r.t_before = bd_mono_ns();
+	w->r.stamp = w->at;
+	w->r.rc = barrierd_wait(w->b, w->r.stamp, A.timeout_ns);
+	w->r.t_done = bd_mono_ns();
+	w->r.cpu = sched_getcpu();
+	return NULL;
+}
+
+/* The CPUs to unplug: --hotplug-cpus, or every online CPU but the first that has an online file. */
+static int hotplug_cpus(int *cpus, int max)
+{
+	uint8_t mask[AUDIT_MAX_CPUS] = {0};
+	int n = 0;
+
+	if (A.hotplug_cpus) {
+		const char *s = A.hotplug_cpus;
+
+		while (*s && n < max) {
+			char *end;
+			long a = strtol(s, &end, 10), b = a;
+
+			if (end == s)
+				return -1;
+			if (*end == '-')
+				b = strtol(end + 1, &end, 10);
+			for (long c = a; c <= b && n < max; c++)
+				cpus[n++] = (int)c;
+			s = *end == ',' ? end + 1 : end;
+		}
+		return n;
+	}
+	for (int i = 1; i < A.nonline && n < max; i++) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", A.online[i]);
+		if (access(path, W_OK) == 0 && !mask[A.online[i]]) {
+			mask[A.online[i]] = 1;
+			cpus[n++] = A.online[i];
+		}
+	}
+	return n;
+}
+
+/*
+ * CPUs go offline and come back while the client runs barriers back to back and a second
+ * waiter is blocked on a stamp that falls inside the offline time: barriers complete through
+ * offline credit (DESIGN rule 3), and each one is audited.  The offline intervals come from
+ * this driver's own clock readings around its writes to the online file, never from the
+ * daemon.  Every cycle ends with every CPU online again, before the recorder's flush, which
+ * visits each online CPU.
+ */
+static int phase_hotplug(void)
+{
+	int cpus[AUDIT_MAX_CPUS], ncpus = hotplug_cpus(cpus, AUDIT_MAX_CPUS);
+	uint64_t credits0[AUDIT_MAX_CPUS] = {0}, credited = 0, down_max = 0, up_max = 0;
+	uint64_t t0 = bd_mono_ns(), guess = 50 * TEST_MS;
+	struct barrierd *wb;
+	long nbar = 0;
+
+	if (ncpus <= 0) {
+		spin_stop();
+		h_stop(&A.h);
+		test_skip_or_fail("no CPU can go offline here (no writable cpuN/online but "
+				  "the first CPU's)");
+	}
+	if (open_client())
+		return -1;
+	if (barrierd_open(&wb, A.h.state)) {
+		fatal("barrierd_open(%s) for the blocked waiter failed", A.h.state);
+		return -1;
+	}
+	pin_all();
+	for (int k = 0; k < ncpus; k++)
+		credits0[k] = offline_credits(A.b, cpus[k]);
+	for (long i = 0; i < A.hotplug_cycles && !A.fatal; i++) {
+		struct hp_cycle c = {.cpu = cpus[i % ncpus], .hold_ns = 20 * TEST_MS};
+		struct hp_waiter w = {.b = wb};
+		pthread_t tt, wt;
+
+		/* The blocked waiter's stamp: about the middle of the coming offline time. */
+		w.at = bd_mono_ns() + guess + c.hold_ns / 2;
+		if (pthread_create(&wt, NULL, hp_wait, &w)) {
+			fatal("pthread_create: %s", strerror(errno));
+			break;
+		}
+		if (pthread_create(&tt, NULL, hp_toggle, &c)) {
+			fatal("pthread_create: %s", strerror(errno));
+			pthread_join(wt, NULL);
+			break;
+		}
+		for (long k = 0; !__atomic_load_n(&c.done, __ATOMIC_ACQUIRE); k++, nbar++)
+			do_barrier(A.b, P_HOTPLUG, k % 4 == 3 ? K_VTIME : K_NS);
+		pthread_join(tt, NULL);
+		pthread_join(wt, NULL);
+		push(&w.r);
+		nbar++;
+		if (c.down_rc || c.up_rc) {
+			fatal("cpu %d: offline: %s, online: %s", c.cpu, strerror(-c.down_rc),
+			      strerror(-c.up_rc));
+			if (c.up_rc)
+				cpu_set_online(c.cpu, true);
+			break;
+		}
+		guess = c.w1 - c.w0;
+		down_max = guess > down_max ? guess : down_max;
+		up_max = c.u1 - c.u0 > up_max ? c.u1 - c.u0 : up_max;
+		if (recorder_note_offline(&A.rec, c.cpu, c.w1, c.u0)) {
+			fatal("out of memory");
+			break;
+		}
+		/* A few more once it is back: its first switches and events after the replug. */
+		for (int k = 0; k < 4; k++, nbar++)
+			do_barrier(A.b, P_HOTPLUG, k % 4 == 3 ? K_VTIME : K_NS);
+		pin_all(); /* an unplug drops the affinity of a task pinned to the CPU */
+		if (audit_pending())
+			break;
+	}
+	barrierd_close(wb);
+	for (int k = 0; k < ncpus; k++)
+		credited += offline_credits(A.b, cpus[k]) - credits0[k];
+	diag("phase hotplug %5ld cycles on %d CPU(s), %ld barriers in %6.2f s; offline credits "
+	     "%llu; longest unplug %.1f ms, replug %.1f ms",
+	     A.hotplug_cycles, ncpus, nbar, (double)(bd_mono_ns() - t0) / 1e9,
+	     (unsigned long long)credited, (double)down_max / 1e6, (double)up_max / 1e6);
+	if (A.fatal)
+		return -1;
+	if (!credited) {
+		fatal("no barrier completed through offline credit: the phase tested nothing");
+		return -1;
+	}
+	return 0;
+}
+
 /* ---- main --------------------------------------------------------------------------------- */
 
 static void usage(void)
@@ -810,8 +1017,9 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: barrierd-audit [--daemon PATH] [--phases LIST] [--scale F] "
 		"[--timeout-ms N] [--min-audited N] [--expect-violation] [--stop-at-first]\n"
-		"       [--brief-evidence-only]\n"
-		"phases: stale,idle,loaded,mixed,restart,timens (default: all)\n");
+		"       [--brief-evidence-only] [--hotplug-cycles N] [--hotplug-cpus LIST]\n"
+		"phases: stale,idle,loaded,mixed,restart,timens (default: these), hotplug (takes\n"
+		"CPUs offline and back: only on request)\n");
 	exit(2);
 }
 
@@ -844,10 +1052,12 @@ int main(int argc, char **argv)
 	    {"expect-violation", no_argument, NULL, 'x'},
 	    {"stop-at-first", no_argument, NULL, 'f'},
 	    {"brief-evidence-only", no_argument, NULL, 'b'},
+	    {"hotplug-cycles", required_argument, NULL, 'c'},
+	    {"hotplug-cpus", required_argument, NULL, 'C'},
 	    {0},
 	};
-	int (*const run[P_COUNT])(void) = {phase_stale, phase_idle,    phase_loaded,
-					   phase_mixed, phase_restart, phase_timens};
+	int (*const run[P_COUNT])(void) = {phase_stale,	  phase_idle,	phase_loaded, phase_mixed,
+					   phase_restart, phase_timens, phase_hotplug};
 	uint8_t online[AUDIT_MAX_CPUS];
 	uint64_t t0 = bd_mono_ns();
 	int c, ret;
@@ -856,7 +1066,8 @@ int main(int argc, char **argv)
 	A.min_audited = 2000;
 	A.timeout_ns = 2000000000LL;
 	for (int k = 0; k < P_COUNT; k++)
-		A.phase_on[k] = true;
+		A.phase_on[k] = k != P_HOTPLUG;
+	A.hotplug_cycles = 50;
 	A.oldest_open = UINT64_MAX;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -883,6 +1094,12 @@ int main(int argc, char **argv)
 			break;
 		case 'b':
 			A.brief_only = true;
+			break;
+		case 'c':
+			A.hotplug_cycles = atol(optarg);
+			break;
+		case 'C':
+			A.hotplug_cpus = optarg;
 			break;
 		default:
 			usage();

@@ -545,7 +545,22 @@ void recorder_destroy(struct recorder *r)
 		free(in);
 	}
 	r->n_inst = 0;
+	free(r->offline);
+	r->offline = NULL;
+	r->n_offline = 0;
 	pthread_mutex_destroy(&r->lock);
+}
+
+int recorder_note_offline(struct recorder *r, int cpu, uint64_t from, uint64_t to)
+{
+	int ret;
+
+	pthread_mutex_lock(&r->lock);
+	ret = grow((void **)&r->offline, &r->cap_offline, r->n_offline + 1, sizeof(*r->offline));
+	if (!ret)
+		r->offline[r->n_offline++] = (struct rec_offline){cpu, from, to};
+	pthread_mutex_unlock(&r->lock);
+	return ret;
 }
 
 /*
@@ -578,6 +593,16 @@ bool recorder_evidence(struct recorder *r, int cpu, uint64_t lo, uint64_t hi, bo
 	unsigned bkind = 0, akind = 0;
 	char state[64] = "unknown";
 
+	/*
+	 * Offline at an instant in (lo, hi]: some x with lo < x <= hi and from < x < to.  Its
+	 * user code before x was drained by the clear, its user code after x follows the set.
+	 */
+	for (size_t k = 0; k < r->n_offline; k++) {
+		const struct rec_offline *o = &r->offline[k];
+
+		if (o->cpu == cpu && (lo > o->from ? lo : o->from) < (hi < o->to ? hi : o->to))
+			return true;
+	}
 	for (int i = 0; i < r->n_inst; i++) {
 		struct rec_instance *in = r->inst[i];
 		struct rec_log *l = &in->cpu[cpu];

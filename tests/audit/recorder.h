@@ -76,6 +76,15 @@ struct recorder {
 	uint64_t records;
 	uint64_t
 	    untraced_switches; /* switches away from a task that never reached the tracepoint */
+	/*
+	 * Offline intervals the audit's own hotplug driver measured (recorder_note_offline):
+	 * the CPU's online bit was clear throughout (from, to).
+	 */
+	struct rec_offline {
+		int cpu;
+		uint64_t from, to;
+	} * offline;
+	size_t n_offline, cap_offline;
 };
 
 /* Possible CPUs (highest id + 1) and the online mask as a byte array; 0 or -errno. */
@@ -109,6 +118,14 @@ void recorder_destroy(struct recorder *r);
  * preads count (the audit asks without them first, to count how often only they answer).
  * On false, `why` describes the nearest evidence on either side.  Call under r->lock.
  */
+/*
+ * CPU cpu was offline throughout (from, to): from is a clock reading after the write of 0 to
+ * its online file returned, to one before the write of 1 began.  Evidence as DESIGN rule 3
+ * says: the dying CPU cleared its bit with a locked instruction after its last user code, and
+ * sets it with one before it runs any task again.  0 or -ENOMEM.
+ */
+int recorder_note_offline(struct recorder *r, int cpu, uint64_t from, uint64_t to);
+
 bool recorder_evidence(struct recorder *r, int cpu, uint64_t lo, uint64_t hi, bool daemon_reads,
 		       char *why, size_t whylen);
 
