@@ -846,13 +846,19 @@ struct hp_cycle {
 	uint64_t hold_ns;
 	uint64_t w0, w1, u0, u1;
 	int down_rc, up_rc;
+	volatile bool stamped; /* the blocked waiter has its stamp: the unplug may begin */
 	volatile bool done;
+	/* the blocked waiter: an original-layout client that does not ring, on this mapping */
+	const struct barrierd_header *m;
+	struct barrier r;
 };
 
 static void *hp_toggle(void *arg)
 {
 	struct hp_cycle *c = arg;
 
+	while (!__atomic_load_n(&c->stamped, __ATOMIC_ACQUIRE))
+		test_sleep_ns(100 * TEST_US);
 	c->w0 = bd_mono_ns();
 	c->down_rc = cpu_set_online(c->cpu, false);
 	c->w1 = bd_mono_ns();
@@ -864,24 +870,24 @@ static void *hp_toggle(void *arg)
 	return NULL;
 }
 
-/* A waiter blocked across the unplug: its stamp is in the future, inside the offline time. */
-struct hp_waiter {
-	struct barrierd *b;
-	uint64_t at;
-	struct barrier r;
-};
-
+/*
+ * A waiter blocked as the unplug begins: it stamps, lets the unplug start, and waits without
+ * ringing the doorbell, so idle CPUs are credited only by the daemon's slow timer (an original
+ * layout client), while offline credit comes with any pass.
+ */
 static void *hp_wait(void *arg)
 {
-	struct hp_waiter *w = arg;
+	struct hp_cycle *c = arg;
 
-	w->r.kind = K_NS;
-	w->r.phase = P_HOTPLUG;
-	w->r.t_before = bd_mono_ns();
-	w->r.stamp = w->at;
-	w->r.rc = barrierd_wait(w->b, w->r.stamp, A.timeout_ns);
-	w->r.t_done = bd_mono_ns();
-	w->r.cpu = sched_getcpu();
+	c->r.kind = K_RAW;
+	c->r.phase = P_HOTPLUG;
+	c->r.t_before = bd_mono_ns();
+	bd_stamp_fence();
+	c->r.stamp = bd_mono_ns();
+	__atomic_store_n(&c->stamped, true, __ATOMIC_RELEASE);
+	c->r.rc = h_raw_wait(c->m, c->r.stamp, false, 2 * TEST_MS, (uint64_t)A.timeout_ns);
+	c->r.t_done = bd_mono_ns();
+	c->r.cpu = sched_getcpu();
 	return NULL;
 }
 
@@ -922,19 +928,22 @@ static int hotplug_cpus(int *cpus, int max)
 
 /*
  * CPUs go offline and come back while the client runs barriers back to back and a second
- * waiter is blocked on a stamp that falls inside the offline time: barriers complete through
- * offline credit (DESIGN rule 3), and each one is audited.  The offline intervals come from
- * this driver's own clock readings around its writes to the online file, never from the
- * daemon.  Every cycle ends with every CPU online again, before the recorder's flush, which
- * visits each online CPU.
+ * waiter, stamped just before the unplug begins, waits without ringing: barriers complete
+ * through offline credit (DESIGN rule 3), and each one is audited.  When the CPU was offline
+ * never comes from the daemon's word: from this driver's clock (the end of the write of 0 to
+ * the start of the write of 1) and from the lists the kernel returned to the daemon's reads of
+ * the online mask, which the recorder captures (no tracepoint fires on an offline CPU, so
+ * nothing else shows the moment it stopped).  Every cycle ends with every CPU online again,
+ * before the recorder's flush, which visits each online CPU.
  */
 static int phase_hotplug(void)
 {
 	int cpus[AUDIT_MAX_CPUS], ncpus = hotplug_cpus(cpus, AUDIT_MAX_CPUS);
 	uint64_t credits0[AUDIT_MAX_CPUS] = {0}, credited = 0, down_max = 0, up_max = 0;
-	uint64_t t0 = bd_mono_ns(), guess = 50 * TEST_MS;
-	struct barrierd *wb;
-	long nbar = 0;
+	uint64_t t0 = bd_mono_ns();
+	const struct barrierd_header *m;
+	long nbar = 0, blocked = 0;
+	size_t msz = 0;
 
 	if (ncpus <= 0) {
 		spin_stop();
@@ -944,35 +953,35 @@ static int phase_hotplug(void)
 	}
 	if (open_client())
 		return -1;
-	if (barrierd_open(&wb, A.h.state)) {
-		fatal("barrierd_open(%s) for the blocked waiter failed", A.h.state);
+	m = map_ro(A.h.state, &msz);
+	if (!m) {
+		fatal("cannot map %s for the blocked waiter", A.h.state);
 		return -1;
 	}
 	pin_all();
 	for (int k = 0; k < ncpus; k++)
 		credits0[k] = offline_credits(A.b, cpus[k]);
 	for (long i = 0; i < A.hotplug_cycles && !A.fatal; i++) {
-		struct hp_cycle c = {.cpu = cpus[i % ncpus], .hold_ns = 20 * TEST_MS};
-		struct hp_waiter w = {.b = wb};
+		struct hp_cycle c = {.cpu = cpus[i % ncpus], .hold_ns = 20 * TEST_MS, .m = m};
 		pthread_t tt, wt;
 
-		/* The blocked waiter's stamp: about the middle of the coming offline time. */
-		w.at = bd_mono_ns() + guess + c.hold_ns / 2;
-		if (pthread_create(&wt, NULL, hp_wait, &w)) {
+		if (pthread_create(&tt, NULL, hp_toggle, &c)) {
 			fatal("pthread_create: %s", strerror(errno));
 			break;
 		}
-		if (pthread_create(&tt, NULL, hp_toggle, &c)) {
+		if (pthread_create(&wt, NULL, hp_wait, &c)) {
 			fatal("pthread_create: %s", strerror(errno));
-			pthread_join(wt, NULL);
+			__atomic_store_n(&c.stamped, true, __ATOMIC_RELEASE);
+			pthread_join(tt, NULL);
 			break;
 		}
 		for (long k = 0; !__atomic_load_n(&c.done, __ATOMIC_ACQUIRE); k++, nbar++)
 			do_barrier(A.b, P_HOTPLUG, k % 4 == 3 ? K_VTIME : K_NS);
 		pthread_join(tt, NULL);
 		pthread_join(wt, NULL);
-		push(&w.r);
+		push(&c.r);
 		nbar++;
+		blocked += c.r.t_done > c.w0;
 		if (c.down_rc || c.up_rc) {
 			fatal("cpu %d: offline: %s, online: %s", c.cpu, strerror(-c.down_rc),
 			      strerror(-c.up_rc));
@@ -980,27 +989,33 @@ static int phase_hotplug(void)
 				cpu_set_online(c.cpu, true);
 			break;
 		}
-		guess = c.w1 - c.w0;
-		down_max = guess > down_max ? guess : down_max;
+		down_max = c.w1 - c.w0 > down_max ? c.w1 - c.w0 : down_max;
 		up_max = c.u1 - c.u0 > up_max ? c.u1 - c.u0 : up_max;
-		if (recorder_note_offline(&A.rec, c.cpu, c.w1, c.u0)) {
-			fatal("out of memory");
-			break;
-		}
 		/* A few more once it is back: its first switches and events after the replug. */
 		for (int k = 0; k < 4; k++, nbar++)
 			do_barrier(A.b, P_HOTPLUG, k % 4 == 3 ? K_VTIME : K_NS);
 		pin_all(); /* an unplug drops the affinity of a task pinned to the CPU */
+		/*
+		 * Offline from the end of the write of 0 until the write of 1 began.  Before and
+		 * after, the kernel's answers to the daemon's reads of the list say when it was
+		 * offline (recorder.c): no tracepoint fires on an offline CPU.
+		 */
+		if (recorder_note_offline(&A.rec, c.cpu, c.w1, c.u0)) {
+			fatal("out of memory");
+			break;
+		}
 		if (audit_pending())
 			break;
 	}
-	barrierd_close(wb);
+	munmap((void *)m, msz);
 	for (int k = 0; k < ncpus; k++)
 		credited += offline_credits(A.b, cpus[k]) - credits0[k];
 	diag("phase hotplug %5ld cycles on %d CPU(s), %ld barriers in %6.2f s; offline credits "
-	     "%llu; longest unplug %.1f ms, replug %.1f ms",
+	     "%llu; blocked waiter still waiting when the unplug began: %ld of %ld; longest "
+	     "unplug %.1f ms, replug %.1f ms",
 	     A.hotplug_cycles, ncpus, nbar, (double)(bd_mono_ns() - t0) / 1e9,
-	     (unsigned long long)credited, (double)down_max / 1e6, (double)up_max / 1e6);
+	     (unsigned long long)credited, blocked, A.hotplug_cycles, (double)down_max / 1e6,
+	     (double)up_max / 1e6);
 	if (A.fatal)
 		return -1;
 	if (!credited) {

@@ -131,6 +131,59 @@ static int note_seq(struct rec_log *l, uint32_t seq)
 	return 0;
 }
 
+/*
+ * The daemon read the online list and the kernel answered m: every possible CPU missing from
+ * it was offline at an instant in [since, time].  Called with the lock held.
+ */
+static void note_mask(struct recorder *r, const struct audit_mask_record *m)
+{
+	char list[AUDIT_MASK_BYTES + 1];
+	uint8_t *on = calloc((size_t)r->ncpu, 1);
+	size_t n = m->len < AUDIT_MASK_BYTES ? m->len : AUDIT_MASK_BYTES;
+	const char *p = list;
+
+	if (!on) {
+		rec_fail(r, "out of memory");
+		return;
+	}
+	memcpy(list, m->mask, n);
+	list[n] = 0;
+	/* A list cut short (no newline) proves nothing: some CPUs would look missing. */
+	if (!n || !strchr(list, '\n')) {
+		free(on);
+		return;
+	}
+	while (*p && *p != '\n') {
+		char *end;
+		long a = strtol(p, &end, 10), b = a;
+
+		if (end == p)
+			break;
+		if (*end == '-')
+			b = strtol(end + 1, &end, 10);
+		for (long c = a; c <= b && c < r->ncpu; c++)
+			if (c >= 0)
+				on[c] = 1;
+		p = *end == ',' ? end + 1 : end;
+	}
+	if (*p != '\n') {
+		free(on); /* not a CPU list */
+		return;
+	}
+	for (int c = 0; c < r->ncpu; c++) {
+		if (on[c])
+			continue;
+		if (grow((void **)&r->offline, &r->cap_offline, r->n_offline + 1,
+			 sizeof(*r->offline))) {
+			rec_fail(r, "out of memory");
+			break;
+		}
+		r->offline[r->n_offline++] =
+		    (struct rec_offline){c, true, m->rec.since, m->rec.time};
+	}
+	free(on);
+}
+
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct rec_instance *in = ctx;
@@ -149,6 +202,14 @@ static int on_record(void *ctx, void *data, size_t size)
 	if (ret)
 		rec_fail(r, "recorder %d: cpu %u: record %u %s", in->id, e->cpu, e->seq,
 			 ret == -EEXIST ? "arrived twice" : "is far ahead of a missing one");
+	if (e->kind == AUDIT_EV_ONLINE_MASK) {
+		/* Offline bookkeeping, not evidence: never among the events. */
+		if (size < sizeof(struct audit_mask_record))
+			rec_fail(r, "recorder %d: short online-mask record", in->id);
+		else
+			note_mask(r, data);
+		return 0;
+	}
 	if (grow((void **)&l->ev, &l->cap_ev, l->n_ev + 1, sizeof(*l->ev))) {
 		rec_fail(r, "out of memory");
 		return 0;
@@ -507,7 +568,14 @@ static void sort_log(struct rec_log *l)
 
 void recorder_prune(struct recorder *r, uint64_t before)
 {
+	size_t kept = 0;
+
 	pthread_mutex_lock(&r->lock);
+	/* Offline knowledge that ended before the cut cannot serve a later barrier. */
+	for (size_t k = 0; k < r->n_offline; k++)
+		if (r->offline[k].to >= before)
+			r->offline[kept++] = r->offline[k];
+	r->n_offline = kept;
 	for (int i = 0; i < r->n_inst; i++) {
 		for (int c = 0; c < r->ncpu; c++) {
 			struct rec_log *l = &r->inst[i]->cpu[c];
@@ -558,7 +626,7 @@ int recorder_note_offline(struct recorder *r, int cpu, uint64_t from, uint64_t t
 	pthread_mutex_lock(&r->lock);
 	ret = grow((void **)&r->offline, &r->cap_offline, r->n_offline + 1, sizeof(*r->offline));
 	if (!ret)
-		r->offline[r->n_offline++] = (struct rec_offline){cpu, from, to};
+		r->offline[r->n_offline++] = (struct rec_offline){cpu, false, from, to};
 	pthread_mutex_unlock(&r->lock);
 	return ret;
 }
@@ -594,13 +662,17 @@ bool recorder_evidence(struct recorder *r, int cpu, uint64_t lo, uint64_t hi, bo
 	char state[64] = "unknown";
 
 	/*
-	 * Offline at an instant in (lo, hi]: some x with lo < x <= hi and from < x < to.  Its
-	 * user code before x was drained by the clear, its user code after x follows the set.
+	 * Offline at an instant in (lo, hi]: some x with lo < x <= hi and from < x < to (an
+	 * interval), or x somewhere in [from, to] (an instant the kernel reported).  Its user
+	 * code before x was drained by the clear, its user code after x follows the set.
 	 */
 	for (size_t k = 0; k < r->n_offline; k++) {
 		const struct rec_offline *o = &r->offline[k];
 
-		if (o->cpu == cpu && (lo > o->from ? lo : o->from) < (hi < o->to ? hi : o->to))
+		if (o->cpu != cpu)
+			continue;
+		if (o->instant ? lo < o->from && o->to <= hi
+			       : (lo > o->from ? lo : o->from) < (hi < o->to ? hi : o->to))
 			return true;
 	}
 	for (int i = 0; i < r->n_inst; i++) {

@@ -77,11 +77,14 @@ struct recorder {
 	uint64_t
 	    untraced_switches; /* switches away from a task that never reached the tracepoint */
 	/*
-	 * Offline intervals the audit's own hotplug driver measured (recorder_note_offline):
-	 * the CPU's online bit was clear throughout (from, to).
+	 * When CPUs were offline.  Intervals the audit's own hotplug driver measured
+	 * (recorder_note_offline): the CPU's online bit was clear throughout (from, to).  And
+	 * instants: a CPU missing from the online list the kernel returned to one of the
+	 * daemon's reads of it (AUDIT_EV_ONLINE_MASK) was offline at an instant in [from, to].
 	 */
 	struct rec_offline {
 		int cpu;
+		bool instant;
 		uint64_t from, to;
 	} * offline;
 	size_t n_offline, cap_offline;
@@ -112,13 +115,6 @@ void recorder_prune(struct recorder *r, uint64_t before);
 void recorder_destroy(struct recorder *r);
 
 /*
- * The audit question for one CPU.  Returns true when some instance logged an event on cpu with
- * time in (lo, hi] (a daemon's pread: entered after lo, returned by hi), or shows the CPU in
- * its idle task (or offline) at an instant in (lo, hi].  daemon_reads: whether the daemon's
- * preads count (the audit asks without them first, to count how often only they answer).
- * On false, `why` describes the nearest evidence on either side.  Call under r->lock.
- */
-/*
  * CPU cpu was offline throughout (from, to): from is a clock reading after the write of 0 to
  * its online file returned, to one before the write of 1 began.  Evidence as DESIGN rule 3
  * says: the dying CPU cleared its bit with a locked instruction after its last user code, and
@@ -126,6 +122,13 @@ void recorder_destroy(struct recorder *r);
  */
 int recorder_note_offline(struct recorder *r, int cpu, uint64_t from, uint64_t to);
 
+/*
+ * The audit question for one CPU.  Returns true when some instance logged an event on cpu with
+ * time in (lo, hi] (a daemon's pread: entered after lo, returned by hi), or shows the CPU in
+ * its idle task (or offline) at an instant in (lo, hi].  daemon_reads: whether the daemon's
+ * preads count (the audit asks without them first, to count how often only they answer).
+ * On false, `why` describes the nearest evidence on either side.  Call under r->lock.
+ */
 bool recorder_evidence(struct recorder *r, int cpu, uint64_t lo, uint64_t hi, bool daemon_reads,
 		       char *why, size_t whylen);
 
