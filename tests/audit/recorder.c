@@ -418,6 +418,9 @@ void recorder_set_daemon(struct recorder *r, int pid)
 	for (int i = 0; i < r->n_inst; i++)
 		if (r->inst[i]->live && r->inst[i]->skel)
 			r->inst[i]->skel->bss->audit_daemon_tgid = (__u32)pid;
+	/* Called right after the instance that follows the daemon was attached. */
+	if (r->n_inst)
+		r->daemon_after_ns = r->inst[r->n_inst - 1]->attach_ns;
 	pthread_mutex_unlock(&r->lock);
 }
 
@@ -653,6 +656,58 @@ static size_t upper_bound(const void *a, size_t elem_size, size_t n, uint64_t x)
 	return lo;
 }
 
+/* Time of the last kernel event (not a daemon pread) at or before t in l, 0 if none. */
+static uint64_t last_event_at_or_before(struct rec_log *l, uint64_t t)
+{
+	size_t k;
+
+	sort_log(l);
+	k = upper_bound(l->ev, sizeof(*l->ev), l->n_ev, t);
+	while (k > 0 && l->ev[k - 1].kind == AUDIT_EV_LOCKED_KERNEL)
+		k--;
+	return k ? l->ev[k - 1].time : 0;
+}
+
+/*
+ * One event whose two readings bracket (lo, hi]: an instance in front of the daemon logged it
+ * at or before lo, one behind it after hi, so the daemon's own reading of it, between the two,
+ * may lie in the window.  The probe gap is the audit's resolution (README, "Leniency of a
+ * probe gap"); under TCG a vCPU descheduled by the host between two probes of one event made
+ * it longer than a whole barrier.  Same event: the behind instance's last event at or before
+ * lo is then the previous one, which ended before the front instance saw this one begin.
+ * Called when neither instance has an event in (lo, hi].
+ */
+static bool bracketed(struct recorder *r, int cpu, uint64_t lo, uint64_t hi)
+{
+	if (!r->daemon_after_ns)
+		return false;
+	for (int i = 0; i < r->n_inst; i++) {
+		struct rec_instance *x = r->inst[i];
+		uint64_t tx;
+
+		if (x->attach_ns >= r->daemon_after_ns || x->attach_ns >= lo || x->cover_end <= hi)
+			continue;
+		tx = last_event_at_or_before(&x->cpu[cpu], lo);
+		if (!tx)
+			continue;
+		for (int j = 0; j < r->n_inst; j++) {
+			struct rec_instance *y = r->inst[j];
+			struct rec_log *l = &y->cpu[cpu];
+			size_t k;
+
+			if (y->attach_ns < r->daemon_after_ns || y->attach_ns >= tx ||
+			    y->cover_end <= hi)
+				continue;
+			if (last_event_at_or_before(l, lo) >= tx)
+				continue;
+			k = upper_bound(l->ev, sizeof(*l->ev), l->n_ev, hi);
+			if (k < l->n_ev)
+				return true;
+		}
+	}
+	return false;
+}
+
 bool recorder_evidence(struct recorder *r, int cpu, uint64_t lo, uint64_t hi, bool daemon_reads,
 		       char *why, size_t whylen)
 {
@@ -725,6 +780,10 @@ bool recorder_evidence(struct recorder *r, int cpu, uint64_t lo, uint64_t hi, bo
 			if (end > lo)
 				return true;
 		}
+	}
+	if (bracketed(r, cpu, lo, hi)) {
+		r->bracketed++;
+		return true;
 	}
 	if (why) {
 		char b[64] = "none logged", a[64] = "none logged";

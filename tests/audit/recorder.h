@@ -74,6 +74,10 @@ struct recorder {
 	/* first fatal problem (lost record, switch chain broken, ...): the run cannot be audited */
 	char error[512];
 	uint64_t records;
+	/* attach time of the first instance attached after the current daemon started */
+	uint64_t daemon_after_ns;
+	/* barrier-CPUs accepted only because one event's readings bracket the window */
+	uint64_t bracketed;
 	uint64_t
 	    untraced_switches; /* switches away from a task that never reached the tracepoint */
 	/*

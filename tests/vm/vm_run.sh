@@ -124,7 +124,7 @@ timeout -k 10 "$timeout" qemu-system-x86_64 \
 	-nodefaults -no-user-config -display none -nic none -no-reboot \
 	-serial "file:$out/console.log" \
 	-kernel "$vmlinuz" -initrd "$boot/initramfs.cpio" \
-	-append "console=ttyS0 panic=-1 rdinit=/init loglevel=4 mitigations=off bdvm_script=$here/guest.sh bdvm_out=$out $append" \
+	-append "console=ttyS0 panic=-1 rdinit=/init loglevel=4 mitigations=off lapic=notscdeadline bdvm_script=$here/guest.sh bdvm_out=$out $append" \
 	-virtfs "local,path=/,mount_tag=bdroot,security_model=none,readonly=on,multidevs=remap" \
 	-virtfs "local,path=$out,mount_tag=bdout,security_model=none,multidevs=remap"
 qemu_status=$?
