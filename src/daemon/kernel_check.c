@@ -2,7 +2,6 @@
 #include "kernel_check.h"
 #include "log.h"
 
-#include <bpf/libbpf.h>
 #include <errno.h>
 #include <stdio.h>
 #include <sys/utsname.h>
@@ -12,42 +11,44 @@
 #define TESTED_MAJOR 6
 #define TESTED_MINOR 1
 
+static int older(int major, int minor, int than_major, int than_minor)
+{
+	return major < than_major || (major == than_major && minor < than_minor);
+}
+
+/*
+ * By the release and the BTF file, never by probing: libbpf's probes answer "not supported"
+ * when the kernel refuses for want of privilege (no CAP_BPF, a user namespace), and the load
+ * names that case better.
+ */
 int kernel_check(char *err, size_t errlen)
 {
 	struct utsname u;
-	int major = 0, minor = 0, ret;
+	int major = 0, minor = 0;
 
-	if (uname(&u) == 0 && sscanf(u.release, "%d.%d", &major, &minor) == 2 &&
-	    (major < TESTED_MAJOR || (major == TESTED_MAJOR && minor < TESTED_MINOR)))
-		log_warn("Linux %s is older than %d.%d, the oldest kernel barrierd is tested on",
-			 u.release, TESTED_MAJOR, TESTED_MINOR);
+	if (uname(&u) == 0 && sscanf(u.release, "%d.%d", &major, &minor) == 2) {
+		/* The newest of what the programs need: the BPF ring buffer. */
+		if (older(major, minor, 5, 8)) {
+			snprintf(
+			    err, errlen,
+			    "this kernel (%s) cannot serve barrierd: it needs Linux 5.8 or later "
+			    "(BPF ring buffer 5.8, tp_btf programs 5.5, raw tracepoints 4.17)",
+			    u.release);
+			return -EOPNOTSUPP;
+		}
+		if (older(major, minor, TESTED_MAJOR, TESTED_MINOR))
+			log_warn(
+			    "Linux %s is older than %d.%d, the oldest kernel barrierd is tested "
+			    "on",
+			    u.release, TESTED_MAJOR, TESTED_MINOR);
+	}
 	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
-		snprintf(err, errlen,
-			 "this kernel (%s) cannot serve barrierd: no kernel BTF "
-			 "(/sys/kernel/btf/vmlinux: CONFIG_DEBUG_INFO_BTF, Linux 5.4 or later), "
-			 "which the CO-RE programs need",
-			 major ? u.release : "unknown");
-		return -EOPNOTSUPP;
-	}
-	/* 1 supported, 0 not; an error (no privilege, say) is left to the load to report. */
-	ret = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL);
-	if (ret == 0) {
-		snprintf(err, errlen,
-			 "this kernel (%s) cannot serve barrierd: no BPF ring buffer "
-			 "(BPF_MAP_TYPE_RINGBUF, Linux 5.8 or later)",
-			 major ? u.release : "unknown");
-		return -EOPNOTSUPP;
-	}
-	/*
-	 * tp_btf programs (Linux 5.5) come with BTF and the ring buffer; libbpf cannot probe
-	 * their type without a target, so they are left to the load.
-	 */
-	ret = libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_RAW_TRACEPOINT, NULL);
-	if (ret == 0) {
-		snprintf(err, errlen,
-			 "this kernel (%s) cannot serve barrierd: no raw tracepoint programs "
-			 "(BPF_PROG_TYPE_RAW_TRACEPOINT, Linux 4.17 or later)",
-			 major ? u.release : "unknown");
+		snprintf(
+		    err, errlen,
+		    "this kernel (%s) cannot serve barrierd: no kernel BTF "
+		    "(/sys/kernel/btf/vmlinux: CONFIG_DEBUG_INFO_BTF), which the CO-RE programs "
+		    "need",
+		    major ? u.release : "unknown");
 		return -EOPNOTSUPP;
 	}
 	return 0;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * kernel_check: refuse, with one clear line, a kernel the daemon cannot serve (README.md,
- * "Kernel compatibility"): no BTF, no BPF ring buffer, no raw tracepoint programs.
+ * "Kernel compatibility"): older than 5.8 (the BPF ring buffer), or without BTF.
  */
 #ifndef BARRIERD_KERNEL_CHECK_H
 #define BARRIERD_KERNEL_CHECK_H
@@ -9,9 +9,8 @@
 #include <stddef.h>
 
 /*
- * 0 when every feature is there (or cannot be probed without the privilege the load needs
- * anyway: the load reports that); -EOPNOTSUPP with the missing feature in err otherwise.  A
- * kernel older than the oldest one tested is logged, not refused.
+ * 0, or -EOPNOTSUPP with the reason in err.  A kernel older than the oldest one tested is
+ * logged, not refused.
  */
 int kernel_check(char *err, size_t errlen);
 
