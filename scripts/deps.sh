@@ -4,7 +4,8 @@
 set -euo pipefail
 pkgs=(gcc make cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev
       libseccomp-dev libsystemd-dev libcmocka-dev util-linux systemd systemd-container
-      gnuplot-nox clang-format patch libclang-rt-14-dev valgrind)
+      gnuplot-nox clang-format patch libclang-rt-14-dev valgrind
+      qemu-system-x86 cpio binutils)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -15,3 +16,5 @@ if [ ${#missing[@]} -gt 0 ]; then
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# The test guests' kernel (tests/vm): downloaded and unpacked into a cache, never installed.
+"$(dirname "$0")/../tests/vm/kernel.sh" fetch

@@ -4,6 +4,7 @@
 #include "probes.h"
 #include "cpu_hop.h"
 #include "doorbell.h"
+#include "kernel_check.h"
 #include "kernel_files.h"
 #include "log.h"
 #include "notify.h"
@@ -208,6 +209,13 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 
 	ret = timens_check(err, errlen);
+	if (ret)
+		return ret;
+	/*
+	 * A kernel without what the programs need is named as such, not as a failed load, and
+	 * before the state file is touched.
+	 */
+	ret = kernel_check(err, errlen);
 	if (ret)
 		return ret;
 	/* Connect to the service manager now: the sandbox forbids new sockets later. */

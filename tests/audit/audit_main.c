@@ -8,7 +8,8 @@
  *
  * Phases: a file left by another boot (no daemon, then a daemon that must reset it), an idle
  * machine, every CPU loaded, one CPU busy and one idle, a daemon restart with stamps taken
- * before it and waited for after it, and a client in a time namespace.  ns and vtime
+ * before it and waited for after it, and a client in a time namespace; on request (it changes
+ * the machine), CPUs taken offline and back under running and blocked barriers.  ns and vtime
  * barriers alternate everywhere; a vtime barrier's lower bound is a clock reading the writer
  * took before its fence and vtime load.
  *
@@ -48,8 +49,9 @@ enum kind { K_NS, K_VTIME, K_RAW, K_TIMENS, K_TIMENS_VTIME };
 static const char *const kind_name[] = {"ns", "vtime", "original-layout ns", "time-namespace ns",
 					"time-namespace vtime"};
 
-enum phase { P_STALE, P_IDLE, P_LOADED, P_MIXED, P_RESTART, P_TIMENS, P_COUNT };
-static const char *const phase_name[] = {"stale", "idle", "loaded", "mixed", "restart", "timens"};
+enum phase { P_STALE, P_IDLE, P_LOADED, P_MIXED, P_RESTART, P_TIMENS, P_HOTPLUG, P_COUNT };
+static const char *const phase_name[] = {"stale",   "idle",   "loaded", "mixed",
+					 "restart", "timens", "hotplug"};
 
 struct barrier {
 	uint8_t kind, phase;
@@ -107,6 +109,8 @@ static struct {
 	long min_audited;
 	int64_t timeout_ns;
 	bool phase_on[P_COUNT];
+	long hotplug_cycles;
+	const char *hotplug_cpus;
 } A;
 
 static void diag(const char *fmt, ...)
@@ -803,6 +807,224 @@ static int phase_timens(void)
 	return 0;
 }
 
+/* ---- CPU hotplug (on request: --phases hotplug) --------------------------------------------- */
+
+/* Write "0" or "1" to CPU cpu's online file; 0 or -errno. */
+static int cpu_set_online(int cpu, bool on)
+{
+	char path[64];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, on ? "1" : "0", 1) != 1)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* Offline credits the daemon has given CPU cpu (the extension's counter), 0 if unknown. */
+static uint64_t offline_credits(const struct barrierd *b, int cpu)
+{
+	size_t size;
+	const struct barrierd_header *h = barrierd_mapping(b, &size);
+	uint64_t xo = bd_load(&h->ext_offset), n = bd_load(&h->ncpu);
+	const struct barrierd_ext *x;
+
+	if (!(bd_load(&h->flags) & BARRIERD_FEAT_EXTENSION) || !xo || (uint64_t)cpu >= n ||
+	    xo + sizeof(*x) + n * sizeof(struct barrierd_ext_cpu) > size)
+		return 0;
+	x = (const void *)((const char *)h + xo);
+	return bd_load(&x->cpu[cpu].credit_offline);
+}
+
+/* One unplug and replug, timed from outside: the CPU's bit was clear throughout (w1, u0). */
+struct hp_cycle {
+	int cpu;
+	uint64_t hold_ns;
+	uint64_t w0, w1, u0, u1;
+	int down_rc, up_rc;
+	volatile bool stamped; /* the blocked waiter has its stamp: the unplug may begin */
+	volatile bool done;
+	/* the blocked waiter: an original-layout client that does not ring, on this mapping */
+	const struct barrierd_header *m;
+	struct barrier r;
+};
+
+static void *hp_toggle(void *arg)
+{
+	struct hp_cycle *c = arg;
+
+	while (!__atomic_load_n(&c->stamped, __ATOMIC_ACQUIRE))
+		test_sleep_ns(100 * TEST_US);
+	c->w0 = bd_mono_ns();
+	c->down_rc = cpu_set_online(c->cpu, false);
+	c->w1 = bd_mono_ns();
+	test_sleep_ns(c->hold_ns);
+	c->u0 = bd_mono_ns();
+	c->up_rc = cpu_set_online(c->cpu, true);
+	c->u1 = bd_mono_ns();
+	__atomic_store_n(&c->done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * A waiter blocked as the unplug begins: it stamps, lets the unplug start, and waits without
+ * ringing the doorbell, so idle CPUs are credited only by the daemon's slow timer (an original
+ * layout client), while offline credit comes with any pass.
+ */
+static void *hp_wait(void *arg)
+{
+	struct hp_cycle *c = arg;
+
+	c->r.kind = K_RAW;
+	c->r.phase = P_HOTPLUG;
+	c->r.t_before = bd_mono_ns();
+	bd_stamp_fence();
+	c->r.stamp = bd_mono_ns();
+	__atomic_store_n(&c->stamped, true, __ATOMIC_RELEASE);
+	c->r.rc = h_raw_wait(c->m, c->r.stamp, false, 2 * TEST_MS, (uint64_t)A.timeout_ns);
+	c->r.t_done = bd_mono_ns();
+	c->r.cpu = sched_getcpu();
+	return NULL;
+}
+
+/* The CPUs to unplug: --hotplug-cpus, or every online CPU but the first that has an online file. */
+static int hotplug_cpus(int *cpus, int max)
+{
+	uint8_t mask[AUDIT_MAX_CPUS] = {0};
+	int n = 0;
+
+	if (A.hotplug_cpus) {
+		const char *s = A.hotplug_cpus;
+
+		while (*s && n < max) {
+			char *end;
+			long a = strtol(s, &end, 10), b = a;
+
+			if (end == s)
+				return -1;
+			if (*end == '-')
+				b = strtol(end + 1, &end, 10);
+			for (long c = a; c <= b && n < max; c++)
+				cpus[n++] = (int)c;
+			s = *end == ',' ? end + 1 : end;
+		}
+		return n;
+	}
+	for (int i = 1; i < A.nonline && n < max; i++) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", A.online[i]);
+		if (access(path, W_OK) == 0 && !mask[A.online[i]]) {
+			mask[A.online[i]] = 1;
+			cpus[n++] = A.online[i];
+		}
+	}
+	return n;
+}
+
+/*
+ * CPUs go offline and come back while the client runs barriers back to back and a second
+ * waiter, stamped just before the unplug begins, waits without ringing: barriers complete
+ * through offline credit (DESIGN rule 3), and each one is audited.  When the CPU was offline
+ * never comes from the daemon's word: from this driver's clock (the end of the write of 0 to
+ * the start of the write of 1) and from the lists the kernel returned to the daemon's reads of
+ * the online mask, which the recorder captures (no tracepoint fires on an offline CPU, so
+ * nothing else shows the moment it stopped).  Every cycle ends with every CPU online again,
+ * before the recorder's flush, which visits each online CPU.
+ */
+static int phase_hotplug(void)
+{
+	int cpus[AUDIT_MAX_CPUS], ncpus = hotplug_cpus(cpus, AUDIT_MAX_CPUS);
+	uint64_t credits0[AUDIT_MAX_CPUS] = {0}, credited = 0, down_max = 0, up_max = 0;
+	uint64_t t0 = bd_mono_ns();
+	const struct barrierd_header *m;
+	long nbar = 0, blocked = 0;
+	size_t msz = 0;
+
+	if (ncpus <= 0) {
+		spin_stop();
+		h_stop(&A.h);
+		test_skip_or_fail("no CPU can go offline here (no writable cpuN/online but "
+				  "the first CPU's)");
+	}
+	if (open_client())
+		return -1;
+	m = map_ro(A.h.state, &msz);
+	if (!m) {
+		fatal("cannot map %s for the blocked waiter", A.h.state);
+		return -1;
+	}
+	pin_all();
+	for (int k = 0; k < ncpus; k++)
+		credits0[k] = offline_credits(A.b, cpus[k]);
+	for (long i = 0; i < A.hotplug_cycles && !A.fatal; i++) {
+		struct hp_cycle c = {.cpu = cpus[i % ncpus], .hold_ns = 20 * TEST_MS, .m = m};
+		pthread_t tt, wt;
+
+		if (pthread_create(&tt, NULL, hp_toggle, &c)) {
+			fatal("pthread_create: %s", strerror(errno));
+			break;
+		}
+		if (pthread_create(&wt, NULL, hp_wait, &c)) {
+			fatal("pthread_create: %s", strerror(errno));
+			__atomic_store_n(&c.stamped, true, __ATOMIC_RELEASE);
+			pthread_join(tt, NULL);
+			break;
+		}
+		for (long k = 0; !__atomic_load_n(&c.done, __ATOMIC_ACQUIRE); k++, nbar++)
+			do_barrier(A.b, P_HOTPLUG, k % 4 == 3 ? K_VTIME : K_NS);
+		pthread_join(tt, NULL);
+		pthread_join(wt, NULL);
+		push(&c.r);
+		nbar++;
+		blocked += c.r.t_done > c.w0;
+		if (c.down_rc || c.up_rc) {
+			fatal("cpu %d: offline: %s, online: %s", c.cpu, strerror(-c.down_rc),
+			      strerror(-c.up_rc));
+			if (c.up_rc)
+				cpu_set_online(c.cpu, true);
+			break;
+		}
+		down_max = c.w1 - c.w0 > down_max ? c.w1 - c.w0 : down_max;
+		up_max = c.u1 - c.u0 > up_max ? c.u1 - c.u0 : up_max;
+		/* A few more once it is back: its first switches and events after the replug. */
+		for (int k = 0; k < 4; k++, nbar++)
+			do_barrier(A.b, P_HOTPLUG, k % 4 == 3 ? K_VTIME : K_NS);
+		pin_all(); /* an unplug drops the affinity of a task pinned to the CPU */
+		/*
+		 * Offline from the end of the write of 0 until the write of 1 began.  Before and
+		 * after, the kernel's answers to the daemon's reads of the list say when it was
+		 * offline (recorder.c): no tracepoint fires on an offline CPU.
+		 */
+		if (recorder_note_offline(&A.rec, c.cpu, c.w1, c.u0)) {
+			fatal("out of memory");
+			break;
+		}
+		if (audit_pending())
+			break;
+	}
+	munmap((void *)m, msz);
+	for (int k = 0; k < ncpus; k++)
+		credited += offline_credits(A.b, cpus[k]) - credits0[k];
+	diag("phase hotplug %5ld cycles on %d CPU(s), %ld barriers in %6.2f s; offline credits "
+	     "%llu; blocked waiter still waiting when the unplug began: %ld of %ld; longest "
+	     "unplug %.1f ms, replug %.1f ms",
+	     A.hotplug_cycles, ncpus, nbar, (double)(bd_mono_ns() - t0) / 1e9,
+	     (unsigned long long)credited, blocked, A.hotplug_cycles, (double)down_max / 1e6,
+	     (double)up_max / 1e6);
+	if (A.fatal)
+		return -1;
+	if (!credited) {
+		fatal("no barrier completed through offline credit: the phase tested nothing");
+		return -1;
+	}
+	return 0;
+}
+
 /* ---- main --------------------------------------------------------------------------------- */
 
 static void usage(void)
@@ -810,8 +1032,10 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: barrierd-audit [--daemon PATH] [--phases LIST] [--scale F] "
 		"[--timeout-ms N] [--min-audited N] [--expect-violation] [--stop-at-first]\n"
-		"       [--brief-evidence-only]\n"
-		"phases: stale,idle,loaded,mixed,restart,timens (default: all)\n");
+		"       [--brief-evidence-only] [--hotplug-cycles N] [--hotplug-cpus LIST]\n"
+		"       [--bracket-lenient]\n"
+		"phases: stale,idle,loaded,mixed,restart,timens (default: these), hotplug (takes\n"
+		"CPUs offline and back: only on request)\n");
 	exit(2);
 }
 
@@ -844,19 +1068,24 @@ int main(int argc, char **argv)
 	    {"expect-violation", no_argument, NULL, 'x'},
 	    {"stop-at-first", no_argument, NULL, 'f'},
 	    {"brief-evidence-only", no_argument, NULL, 'b'},
+	    {"hotplug-cycles", required_argument, NULL, 'c'},
+	    {"hotplug-cpus", required_argument, NULL, 'C'},
+	    {"bracket-lenient", no_argument, NULL, 'L'},
 	    {0},
 	};
-	int (*const run[P_COUNT])(void) = {phase_stale, phase_idle,    phase_loaded,
-					   phase_mixed, phase_restart, phase_timens};
+	int (*const run[P_COUNT])(void) = {phase_stale,	  phase_idle,	phase_loaded, phase_mixed,
+					   phase_restart, phase_timens, phase_hotplug};
 	uint8_t online[AUDIT_MAX_CPUS];
 	uint64_t t0 = bd_mono_ns();
+	bool bracket_lenient = false;
 	int c, ret;
 
 	A.scale = 1.0;
 	A.min_audited = 2000;
 	A.timeout_ns = 2000000000LL;
 	for (int k = 0; k < P_COUNT; k++)
-		A.phase_on[k] = true;
+		A.phase_on[k] = k != P_HOTPLUG;
+	A.hotplug_cycles = 50;
 	A.oldest_open = UINT64_MAX;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -884,6 +1113,17 @@ int main(int argc, char **argv)
 		case 'b':
 			A.brief_only = true;
 			break;
+		case 'c':
+			A.hotplug_cycles = atol(optarg);
+			break;
+		case 'C':
+			A.hotplug_cpus = optarg;
+			break;
+		case 'L':
+			/* Guests only (tests/vm/guest.sh): on the host a gap that long is a
+			 * finding. */
+			bracket_lenient = true;
+			break;
 		default:
 			usage();
 		}
@@ -904,6 +1144,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cannot start the recorder's drain thread\n");
 		return 2;
 	}
+	A.rec.bracket_lenient = bracket_lenient;
 
 	/* Without the stale phase, the daemon starts on a fresh file, between two instances. */
 	if (!A.phase_on[P_STALE]) {
@@ -935,8 +1176,10 @@ int main(int argc, char **argv)
 			     A.audited_vtime[k], A.errors[k], A.own_cpu_only[k]);
 	diag("  total    %6lu audited, %lu violations, %.1f s", A.audited_total, A.violations,
 	     (double)(bd_mono_ns() - t0) / 1e9);
-	diag("  recorder: %llu records, %llu switches away from a task never traced",
-	     (unsigned long long)A.rec.records, (unsigned long long)A.rec.untraced_switches);
+	diag("  recorder: %llu records, %llu switches away from a task never traced, %llu "
+	     "CPU-barriers accepted on one event whose two readings bracket the barrier",
+	     (unsigned long long)A.rec.records, (unsigned long long)A.rec.untraced_switches,
+	     (unsigned long long)A.rec.bracketed);
 
 	if (A.violations) {
 		diag("first violation at audited barrier %lu (%s phase)", A.first_violation_at,

@@ -21,6 +21,14 @@
  * RMWs, no tracepoint shows: the daemon reads the mask right before them, after its clock.
  */
 #define AUDIT_EV_LOCKED_KERNEL 4
+/*
+ * Not an event: the bytes the kernel returned to one of the daemon's pread() calls, the online
+ * CPU list (struct audit_mask_record).  A CPU missing from it had its online bit clear at an
+ * instant in [since, time]: rule 3's evidence as the kernel answered the daemon, not as the
+ * daemon reports it.  No tracepoint fires on a CPU whose bit is clear (their condition is
+ * cpu_online()), so nothing else shows when an unplugged CPU stopped.
+ */
+#define AUDIT_EV_ONLINE_MASK 5
 
 struct audit_record {
 	__u64 time;  /* bpf_ktime_get_ns(), read first thing in the probe */
@@ -31,6 +39,15 @@ struct audit_record {
 	__u32 prev_pid; /* sched_switch only: 0 is the idle task */
 	__u32 next_pid;
 	__u32 pad;
+};
+
+/* AUDIT_EV_ONLINE_MASK: the record, then the first bytes the read returned. */
+#define AUDIT_MASK_BYTES 64
+struct audit_mask_record {
+	struct audit_record rec;
+	__u32 len; /* what pread() returned */
+	__u32 pad;
+	char mask[AUDIT_MASK_BYTES];
 };
 
 /* The recorder's CPU array and sequence counters are sized for at most this many CPUs. */

@@ -29,6 +29,7 @@ struct task_struct {
 } __attribute__((preserve_access_index));
 
 struct pt_regs {
+	unsigned long si; /* a syscall's second argument: pread()'s buffer */
 	unsigned long orig_ax;
 } __attribute__((preserve_access_index));
 
@@ -48,6 +49,7 @@ struct {
 /* The daemon's pread() calls in flight, by thread: entry time and CPU. */
 struct enter {
 	__u64 time;
+	__u64 buf;
 	__u32 cpu;
 	__u32 pad;
 };
@@ -124,6 +126,41 @@ int BPF_PROG(audit_switch, bool preempt, struct task_struct *prev, struct task_s
 	return 0;
 }
 
+/* What the kernel returned to the daemon's read of the online mask (AUDIT_EV_ONLINE_MASK). */
+static __always_inline void record_mask(__u64 now, __u64 since, __u64 buf, long len)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct audit_mask_record *r;
+	__u64 *seq;
+	__u64 n;
+
+	seq = bpf_map_lookup_elem(&audit_seq, &cpu);
+	if (!seq) {
+		__sync_fetch_and_add(&audit_drops, 1);
+		return;
+	}
+	n = __sync_fetch_and_add(seq, 1);
+	r = bpf_ringbuf_reserve(&audit_rb, sizeof(*r), 0);
+	if (!r) {
+		__sync_fetch_and_add(&audit_drops, 1);
+		return;
+	}
+	r->rec.time = now;
+	r->rec.since = since;
+	r->rec.cpu = cpu;
+	r->rec.seq = (__u32)n;
+	r->rec.kind = AUDIT_EV_ONLINE_MASK;
+	r->rec.prev_pid = 0;
+	r->rec.next_pid = 0;
+	r->rec.pad = 0;
+	r->len = (__u32)len;
+	r->pad = 0;
+	/* A failed copy leaves no list: the auditor then finds no CPU offline in it. */
+	if (bpf_probe_read_user(r->mask, sizeof(r->mask), (const void *)buf))
+		r->len = 0;
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+}
+
 static __always_inline int is_daemon(__u64 pid_tgid)
 {
 	__u32 tgid = audit_daemon_tgid;
@@ -142,7 +179,7 @@ int BPF_PROG(audit_sys_enter, struct pt_regs *regs, long id)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	struct enter e = {.time = now, .cpu = bpf_get_smp_processor_id()};
+	struct enter e = {.time = now, .buf = regs->si, .cpu = bpf_get_smp_processor_id()};
 	__u32 tid = (__u32)pid_tgid;
 
 	if (id != __NR_pread64 || !is_daemon(pid_tgid))
@@ -167,6 +204,8 @@ int BPF_PROG(audit_sys_exit, struct pt_regs *regs, long ret)
 	/* Entered elsewhere: the thread moved, through switches that are logged themselves. */
 	if (e->cpu == bpf_get_smp_processor_id())
 		record(now, e->time, AUDIT_EV_LOCKED_KERNEL, 0, 0);
+	if (ret > 0)
+		record_mask(now, e->time, e->buf, ret);
 	bpf_map_delete_elem(&audit_enter, &tid);
 	return 0;
 }

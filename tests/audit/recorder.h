@@ -74,8 +74,28 @@ struct recorder {
 	/* first fatal problem (lost record, switch chain broken, ...): the run cannot be audited */
 	char error[512];
 	uint64_t records;
+	/* attach time of the first instance attached after the current daemon started */
+	uint64_t daemon_after_ns;
+	/*
+	 * Accept an event whose two readings bracket the window (--bracket-lenient: guests only,
+	 * where the host may deschedule a vCPU between two probes), and how many were.
+	 */
+	bool bracket_lenient;
+	uint64_t bracketed;
 	uint64_t
 	    untraced_switches; /* switches away from a task that never reached the tracepoint */
+	/*
+	 * When CPUs were offline.  Intervals the audit's own hotplug driver measured
+	 * (recorder_note_offline): the CPU's online bit was clear throughout (from, to).  And
+	 * instants: a CPU missing from the online list the kernel returned to one of the
+	 * daemon's reads of it (AUDIT_EV_ONLINE_MASK) was offline at an instant in [from, to].
+	 */
+	struct rec_offline {
+		int cpu;
+		bool instant;
+		uint64_t from, to;
+	} * offline;
+	size_t n_offline, cap_offline;
 };
 
 /* Possible CPUs (highest id + 1) and the online mask as a byte array; 0 or -errno. */
@@ -101,6 +121,14 @@ int recorder_flush(struct recorder *r, uint64_t *horizon);
 /* Forget what no audit will need: events before `before` (keeping each CPU's last switch). */
 void recorder_prune(struct recorder *r, uint64_t before);
 void recorder_destroy(struct recorder *r);
+
+/*
+ * CPU cpu was offline throughout (from, to): from is a clock reading after the write of 0 to
+ * its online file returned, to one before the write of 1 began.  Evidence as DESIGN rule 3
+ * says: the dying CPU cleared its bit with a locked instruction after its last user code, and
+ * sets it with one before it runs any task again.  0 or -ENOMEM.
+ */
+int recorder_note_offline(struct recorder *r, int cpu, uint64_t from, uint64_t to);
 
 /*
  * The audit question for one CPU.  Returns true when some instance logged an event on cpu with

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Inside a test guest (vm_init's child, as root): run the set named in the job vm_run.sh wrote,
+# one log per test in the results folder, one line per test in "results".  Exit 0 when every
+# test's verdict is ok.
+#
+# Under TCG everything runs about ten times slower than on the host, so the sets use reduced
+# barrier counts and longer hang guards, and assert correctness only, never speed.
+set -uo pipefail
+
+out=$1
+# shellcheck source=/dev/null
+. "$out/job"
+read -r up _ </proc/uptime
+echo "kernel $(uname -r), $(nproc) CPUs online, booted to this script in ${up} s (guest clock);" \
+	"nohz_full=$(cat /sys/devices/system/cpu/nohz_full 2>/dev/null)," \
+	"clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)" \
+	>"$out/boot"
+# The kernel's own view of its clocks, for the record (TCG emulates the TSC).
+dmesg | grep -iE 'clocksource|tsc' >"$out/clock.log" 2>&1
+export BARRIERD_REQUIRE_BPF=$require_bpf
+# The tests' temporary folders go under the build tree (overlay, guest-only) and /var/tmp.
+cd "$build" || exit 1
+audit=$build/tests/audit/barrierd-audit
+
+failed=0
+per_test=240
+# run NAME EXPECT COMMAND...: EXPECT is "pass" (exit 0), "sound" (the audit's 0 or 2: no
+# violation, but barriers may not complete: a finding, not a failure) or "record" (any exit
+# short of a crash: the test reports a finding).
+run() {
+	local name=$1 expect=$2 st t0 t1 verdict=ok
+	shift 2
+	echo "guest: $name: $*"
+	t0=$(date +%s.%N)
+	# A hang guard per test, inside the whole guest's: one hung test still leaves the others'
+	# results.
+	timeout -k 5 "$per_test" "$@" >"$out/$name.log" 2>&1
+	st=$?
+	t1=$(date +%s.%N)
+	case "$expect:$st" in
+	pass:0 | sound:0 | sound:2) ;;
+	record:*) [ "$st" -ge 128 ] && verdict=failed ;;
+	*:77) [ "$require_bpf" = 1 ] && verdict=failed || verdict=skipped ;;
+	*) verdict=failed ;;
+	esac
+	[ "$verdict" = failed ] && failed=1
+	echo "$name status=$st time=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')s expect=$expect verdict=$verdict" >>"$out/results"
+}
+
+case "$set" in
+boot)
+	# Boots and reports, nothing else: the harness alone (by hand, for its boot time).
+	run uname pass uname -a
+	;;
+smp)
+	# The integration barriers and the audit on 4 vCPUs, then CPU hotplug under the audit.
+	run test_barriers pass "$build/tests/integration/test_barriers"
+	run audit pass "$audit" --bracket-lenient --scale 0.3 --min-audited 800 --timeout-ms 20000
+	run hotplug pass "$audit" --bracket-lenient --phases hotplug --hotplug-cycles 50 --min-audited 100 \
+		--timeout-ms 20000
+	;;
+hotplug)
+	run hotplug pass "$audit" --bracket-lenient --phases hotplug --hotplug-cycles 50 --min-audited 100 \
+		--timeout-ms 20000
+	;;
+nohz)
+	# nohz_full CPUs running one task take no tick: what today's daemon does there is a
+	# finding.  Short-timeout barriers, then the audit with short timeouts (soundness
+	# asserted, completion not: its loaded phase puts one spinner on each nohz_full CPU).
+	run nohz_probe record "$build/tests/vm/nohz_probe" --timeout-ms 2000 --barriers 5
+	run audit sound "$audit" --bracket-lenient --phases idle,loaded --scale 0.05 --min-audited 50 \
+		--timeout-ms 500
+	;;
+audit8)
+	run audit pass "$audit" --bracket-lenient --scale 0.3 --min-audited 800 --timeout-ms 20000
+	;;
+*)
+	echo "guest.sh: unknown set '$set'" >&2
+	exit 64
+	;;
+esac
+exit "$failed"
