@@ -5,7 +5,7 @@
  *
  * It loads the modules listed in /modules/order (vm_run.sh resolved their dependencies), mounts
  * the host's root (9p tag "bdroot", read-only) under a tmpfs overlay, so the build tree sits at
- * its host path and is writable; mounts proc, sys, tracefs, a fresh /run, /tmp and /dev/shm;
+ * its host path and is writable; mounts proc, sys, tracefs, a fresh /run and /dev/shm;
  * mounts the run's results folder (9p tag "bdout", read-write) at its host path; chroots there
  * and runs the guest script.  Its exit status goes to the results folder as "init-status",
  * then the guest powers off.  Any failure on the way is printed and the guest powers off
@@ -159,7 +159,10 @@ int main(void)
 	must_mount("cgroup2", ROOT "/sys/fs/cgroup", "cgroup2", 0, NULL);
 	/* Not the host's: a state file must not outlive its boot, nor land on the host. */
 	must_mount("tmpfs", ROOT "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755");
-	must_mount("tmpfs", ROOT "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
+	/*
+	 * Not /tmp: a source and build tree may live there (a CI clone), and a fresh tmpfs would
+	 * hide it.  The overlay takes the tests' writes there as everywhere else.
+	 */
 	snprintf(path, sizeof(path), ROOT "%s", out);
 	/* No cache: the host reads these files as soon as we power off. */
 	must_mount("bdout", path, "9p", 0, "trans=virtio,version=9p2000.L,msize=512000,cache=none");
