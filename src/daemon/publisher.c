@@ -182,14 +182,18 @@ int publisher_heartbeat(struct publisher *p, uint64_t now_ns)
 
 	if (ret)
 		return ret;
+	uint64_t gap = now_ns - p->hb_last;
+
 	bd_store(&p->sf->hdr->heartbeat_ns, now_ns);
 	p->hb_last = now_ns;
 	/*
 	 * Waiters that found us gone (a stall) sleep on this word (lib/wait.c, sleep_stale): the
-	 * heartbeat that makes us live again wakes them.  Ten wakes a second, nearly always of
-	 * nobody.
+	 * heartbeat that makes us live again wakes them.  Only a heartbeat a period or more after
+	 * the last can end such a stall (a waiter judges us gone after three), so the wake is
+	 * skipped on the many heartbeats every pass stores.
 	 */
-	wake(p, &p->sf->hdr->heartbeat_ns);
+	if (gap >= bd_load(&p->sf->hdr->heartbeat_period_ns))
+		wake(p, &p->sf->hdr->heartbeat_ns);
 	return 0;
 }
 
