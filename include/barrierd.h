@@ -34,7 +34,7 @@ extern "C" {
 /* "BARRIERD" in little-endian byte order. */
 #define BARRIERD_MAGIC 0x4452454952524142ULL
 #define BARRIERD_ABI_MAJOR 1u
-#define BARRIERD_ABI_MINOR 0u
+#define BARRIERD_ABI_MINOR 1u
 
 /* header.flags, low bits: the daemon's state. */
 #define BARRIERD_FLAG_RUNNING (1ULL << 0) /* a daemon owns the file and publishes */
@@ -47,6 +47,12 @@ extern "C" {
 /* header.flags, feature bits (readers ignore unknown ones). */
 #define BARRIERD_FEAT_EXTENSION (1ULL << 16) /* ext_offset points at struct barrierd_ext */
 #define BARRIERD_FEAT_DOORBELL (1ULL << 17)  /* a daemon thread waits on header.doorbell */
+/*
+ * ABI 1.1: ext.horizon_ns is published.  While ARMED is clear, a waiter whose stamp is at or
+ * below it need not ring for busy CPUs: each of them signals the daemon at its first event
+ * past the horizon.  Readers that do not know it ring whenever ARMED is clear, and are served.
+ */
+#define BARRIERD_FEAT_HORIZON (1ULL << 18)
 #define BARRIERD_FLAGS_STATE_MASK 0xffffULL
 
 /*
@@ -76,7 +82,10 @@ struct barrierd_header {
 	uint64_t heartbeat_period_ns;  /* the daemon refreshes heartbeat_ns at least this often */
 	uint64_t daemon_pid;	       /* pid of the publishing daemon (its own pid namespace) */
 	uint8_t boot_id[16];	       /* /proc/sys/kernel/random/boot_id, as 16 raw bytes */
-	uint64_t doorbell;	       /* FUTEX_WAKE the low half to ask for idle/offline credit */
+	uint64_t doorbell;	       /* FUTEX_WAKE the low half to ask for idle/offline credit;
+					  libbarrierd's sleepers also queue on the high half, which
+					  nobody wakes, so the daemon can count them apart from
+					  original-layout clients (docs/PROTOCOL.md §6.8) */
 	uint64_t ext_offset;	       /* byte offset of struct barrierd_ext in the file */
 	struct barrierd_cpu per_cpu[]; /* ncpu entries */
 };
@@ -150,7 +159,14 @@ struct barrierd_ext {
 	 */
 	uint64_t stop_ns;
 	uint64_t stop_vtime;
-	uint64_t reserved[7];
+	/*
+	 * ABI 1.1 (BARRIERD_FEAT_HORIZON): the latest demand the daemon serves, a CLOCK_MONOTONIC
+	 * time no later than a ring it heard.  Every CPU whose value is at or below it signals
+	 * the daemon at its first event past it.  Only grows while the daemon runs; a hint for
+	 * when to ring, never evidence.
+	 */
+	uint64_t horizon_ns;
+	uint64_t reserved[6];
 	struct barrierd_ext_cpu cpu[]; /* ncpu entries */
 };
 
@@ -169,6 +185,7 @@ _Static_assert(offsetof(struct barrierd_ext, credit_passes) == 40, "abi");
 _Static_assert(offsetof(struct barrierd_ext, doorbell_rings) == 48, "abi");
 _Static_assert(offsetof(struct barrierd_ext, stop_ns) == 56, "abi");
 _Static_assert(offsetof(struct barrierd_ext, stop_vtime) == 64, "abi");
+_Static_assert(offsetof(struct barrierd_ext, horizon_ns) == 72, "abi");
 _Static_assert(offsetof(struct barrierd_ext, cpu) == 128, "abi");
 _Static_assert(sizeof(struct barrierd_ext) == 128, "abi");
 

@@ -83,18 +83,20 @@ static int passed(const struct barrierd *b, const struct target *t)
 }
 
 enum ring_decision {
-	NO_RING,       /* no doorbell, or nothing lagging */
+	NO_RING,       /* no doorbell, nothing lagging, or the horizon covers every busy CPU */
 	NO_RING_ARMED, /* not rung only because the daemon is armed and every lagging CPU busy */
 	RING,
 };
 
 /*
- * Ring only when the daemon is disarmed (it waits for a ring before it listens to busy CPUs),
- * or a CPU at or below the target is idle, offline, unknown or the daemon's own
- * (docs/PROTOCOL.md, "Ringing the doorbell"): a busy CPU of an armed daemon brings its own
- * evidence at its next event.  `flags` is the caller's snapshot of header.flags: the sleep
- * that follows watches that very value, so a disarm after this decision cannot go unseen
- * (sleep_on).
+ * Ring when a CPU at or below the target is idle, offline, unknown or the daemon's own
+ * (docs/PROTOCOL.md, "Ringing the doorbell"), or when a busy one lags and nothing yet makes it
+ * signal the daemon: the daemon is not armed (not following every pass) and, with an ABI 1.1
+ * daemon, the published horizon is below the target (the ring raises it: each busy CPU then
+ * signals at its first event past it).  A vtime target always rings for busy CPUs: the horizon
+ * is a time, and the ring is what advances vtime for them.  `flags` is the caller's snapshot of
+ * header.flags: when the decision rests on ARMED, the sleep that follows watches that very
+ * value, so a disarm after this decision cannot go unseen (sleep_on).
  */
 static enum ring_decision need_ring(const struct barrierd *b, const struct target *t,
 				    uint64_t flags)
@@ -104,8 +106,8 @@ static enum ring_decision need_ring(const struct barrierd *b, const struct targe
 
 	if (!x || !(flags & BARRIERD_FEAT_DOORBELL))
 		return NO_RING;
-	/* Disarmed: no CPU signals the daemon until someone rings. */
-	if (!(flags & BARRIERD_FLAG_ARMED))
+	/* Disarmed, before ABI 1.1: no CPU signals the daemon until someone rings. */
+	if (!(flags & (BARRIERD_FLAG_ARMED | BARRIERD_FEAT_HORIZON)))
 		return RING;
 	for (uint64_t c = 0; c < b->ncpu; c++) {
 		if (!in_set(t, c) || bd_load(cpu_word(b, t, c)) > t->value)
@@ -114,7 +116,13 @@ static enum ring_decision need_ring(const struct barrierd *b, const struct targe
 			return RING;
 		lagging = true;
 	}
-	return lagging ? NO_RING_ARMED : NO_RING;
+	if (!lagging)
+		return NO_RING;
+	if (flags & BARRIERD_FLAG_ARMED)
+		return NO_RING_ARMED;
+	if (t->kind != T_VTIME && t->value <= bd_load(&x->horizon_ns))
+		return NO_RING;
+	return RING;
 }
 
 static uint64_t host_now(const struct barrierd *b)
@@ -153,12 +161,17 @@ static void to_timespec(int64_t ns, struct timespec *ts)
 	ts->tv_nsec = (long)(ns % 1000000000LL);
 }
 
-static void waitv_entry(struct futex_waitv *w, const uint64_t *word, uint32_t val)
+static void waitv_entry32(struct futex_waitv *w, const uint32_t *word, uint32_t val)
 {
 	memset(w, 0, sizeof(*w));
-	w->uaddr = (uintptr_t)word; /* the low half: x86 is little-endian */
+	w->uaddr = (uintptr_t)word;
 	w->val = val;
 	w->flags = FUTEX2_SIZE_U32; /* shared: not FUTEX2_PRIVATE, the daemon is another process */
+}
+
+static void waitv_entry(struct futex_waitv *w, const uint64_t *word, uint32_t val)
+{
+	waitv_entry32(w, (const uint32_t *)word, val); /* the low half: x86 is little-endian */
 }
 
 /*
@@ -193,8 +206,13 @@ static int sleep_waitv(struct futex_waitv *wv, unsigned n, int64_t slice_ns)
  * after our decision but before we sleep, the kernel's compare of the flags word fails and we
  * return at once, and if it comes later it wakes us.  It goes first in the vector: the kernel
  * compares the words in order, so we are never queued on another word for nothing.  It is
- * not watched after a ring: the daemon arms when it hears one, and that change of the flags
- * would only wake us before the credit we asked for is published.
+ * not watched after a ring: a change of the flags would only wake us before the credit we
+ * asked for is published.
+ *
+ * Last, the doorbell's high half, which nobody writes or wakes: queued there, we are counted
+ * as libbarrierd's sleeper (PROTOCOL.md §6.8), not as a client that cannot ring, which the
+ * daemon would follow every pass for.  Its value is loaded, not assumed, so a changed word
+ * costs one early return, never a spin.
  */
 static void sleep_on(const struct barrierd *b, const struct target *t, uint32_t snap_global,
 		     uint32_t snap_flags, int64_t slice_ns, bool armed_no_ring)
@@ -219,7 +237,7 @@ static void sleep_on(const struct barrierd *b, const struct target *t, uint32_t 
 			if (cur > t->value)
 				continue;
 			/* More lagging CPUs than futex_waitv takes: the global word stands in. */
-			if (n == WAITV_MAX - 1) {
+			if (n == WAITV_MAX - 2) { /* room for the global word and the mark */
 				need_global = true;
 				break;
 			}
@@ -238,8 +256,12 @@ static void sleep_on(const struct barrierd *b, const struct target *t, uint32_t 
 	}
 	if (need_global)
 		waitv_entry(&wv[n++], global_word(b, t), snap_global);
-	/* One word (the global one, flags not watched): FUTEX_WAIT does it. */
-	if (n > 1 && sleep_waitv(wv, n, slice_ns))
+	if (bd_ext(b)) {
+		const uint32_t *mark = (const uint32_t *)&b->hdr->doorbell + 1;
+
+		waitv_entry32(&wv[n++], mark, __atomic_load_n(mark, __ATOMIC_RELAXED));
+	}
+	if (sleep_waitv(wv, n, slice_ns))
 		return;
 	/*
 	 * FUTEX_WAIT watches one word, not the flags: a disarm after we decided not to ring

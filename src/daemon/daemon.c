@@ -64,6 +64,8 @@ struct daemon {
 	uint64_t armed_until, tick_ns;
 	uint64_t credit_due; /* when cfd fires (absolute CLOCK_MONOTONIC), 0: not set */
 	bool credit_pending;
+	uint64_t credit_asked_ns; /* when the pending credit pass was asked for */
+	bool deferring; /* it waits for busy CPUs' events past the horizon (take_credit) */
 	bool foreign;	/* another process wrote the file: reset it at the stop */
 	bool sandboxed; /* the filter is in force: no unlinkat from here on */
 #ifdef BARRIERD_TEST_HOOKS
@@ -131,7 +133,7 @@ static void set_tick(struct daemon *d, uint64_t tick_ns)
 	timerfd_settime(d->tfd, 0, &its, NULL);
 }
 
-/* Someone waits: let busy CPUs signal, and keep doing so for ARM_HOLD_NS after. */
+/* A client that cannot ring waits: follow every pass, and keep doing so for ARM_HOLD_NS after. */
 static void arm(struct daemon *d, uint64_t now)
 {
 	d->armed_until = now + ARM_HOLD_NS;
@@ -141,6 +143,14 @@ static void arm(struct daemon *d, uint64_t now)
 static void disarm(struct daemon *d)
 {
 	publisher_set_armed(&d->pub, false);
+}
+
+/* A credit pass is wanted (a ring, a sleeper that cannot ring, the slow idle credit). */
+static void ask_credit(struct daemon *d, uint64_t now)
+{
+	if (!d->credit_pending)
+		d->credit_asked_ns = now;
+	d->credit_pending = true;
 }
 
 /*
@@ -162,6 +172,8 @@ static void schedule_credit(struct daemon *d)
 
 	if (d->credit_pending) {
 		due = rate_limit_next(&d->credit_limit, bd_mono_ns());
+		if (d->deferring && due < d->credit_asked_ns + d->o->idle_credit_interval_ns)
+			due = d->credit_asked_ns + d->o->idle_credit_interval_ns;
 	} else if (d->pub.armed && publisher_idle_hold(&d->pub, &held)) {
 		/*
 		 * Counted from the latest credit pass too: a CPU that credit cannot move (UNKNOWN:
@@ -370,7 +382,8 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	{
 		uint64_t f = bd_load(&h->flags);
 		uint64_t run = BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION |
-			       BARRIERD_FEAT_DOORBELL | (d->pub.armed ? BARRIERD_FLAG_ARMED : 0);
+			       BARRIERD_FEAT_DOORBELL | BARRIERD_FEAT_HORIZON |
+			       (d->pub.armed ? BARRIERD_FLAG_ARMED : 0);
 
 		if (!__atomic_compare_exchange_n(&h->flags, &f, run, false, __ATOMIC_RELEASE,
 						 __ATOMIC_RELAXED)) {
@@ -435,16 +448,21 @@ static int run_pass(struct daemon *d, bool credit)
 
 /* ---- the main loop's events ----------------------------------------------------------------- */
 
-/* A client rang the doorbell: count the rings, ask for a credit pass, arm the watermark. */
+/*
+ * A client rang the doorbell: count the rings, raise the horizon, ask for a credit pass.  The
+ * ringer stamped before it rang, so a clock reading taken after the drain is later than every
+ * stamp a ring heard here can carry: that is the horizon.  The credit pass reads r after the
+ * drain too (DESIGN 4.2).
+ */
 static void on_doorbell(struct daemon *d)
 {
-	uint64_t v;
+	uint64_t v, now;
 
-	/* Drain the ring before reading r (in the pass) */
 	if (read(d->bell.efd, &v, sizeof(v)) == sizeof(v))
 		bd_store(&d->sf.ext->doorbell_rings, bd_load(&d->sf.ext->doorbell_rings) + v);
-	d->credit_pending = true;
-	arm(d, bd_mono_ns());
+	now = bd_mono_ns();
+	publisher_raise(&d->pub, now);
+	ask_credit(d, now);
 }
 
 /*
@@ -484,12 +502,12 @@ static int on_tick(struct daemon *d, bool *fold)
 	}
 	/*
 	 * Clients of the original layout cannot ring: find them sleeping on the words, without
-	 * waking them, and serve them while they wait.  A fold at each heartbeat also keeps idle
+	 * waking them, and follow while they wait.  A fold at each heartbeat also keeps idle
 	 * views of the file fresh.
 	 */
 	if (now >= d->next_probe_ns) {
 		d->next_probe_ns = now + d->o->heartbeat_period_ns;
-		if (publisher_count_waiters(&d->pub, PROBE_CPUS) > 0)
+		if (publisher_count_legacy(&d->pub, PROBE_CPUS) > 0)
 			arm(d, now);
 		*fold = true;
 	}
@@ -514,7 +532,7 @@ static void on_credit_timer(struct daemon *d)
 	if (!d->credit_pending && d->pub.armed &&
 	    now >= d->last_credit_ns + d->o->idle_credit_interval_ns &&
 	    publisher_idle_holds_back(&d->pub, now, d->o->idle_credit_interval_ns))
-		d->credit_pending = true;
+		ask_credit(d, now);
 }
 
 /* A signal: true to stop.  The test-hook build detaches sched_switch on SIGUSR1 and SIGUSR2. */
@@ -541,19 +559,50 @@ static bool on_signal(struct daemon *d)
 	return true;
 }
 
-/* A credit pass asked for (a ring, the credit timer) and allowed by the rate limit now? */
+/*
+ * A credit pass asked for (a ring, the credit timer) and allowed now?  It waits, for at most
+ * the idle-credit interval after it was asked for, while a busy CPU owes an event past the
+ * horizon (publisher_owed): run now, it would complete none of the barriers behind the
+ * horizon and a second pass would follow that CPU's signal.  Waiting, it runs once, when the
+ * last such signal came.  Credit is timeless (r is read in the pass, later is as good).
+ */
 static bool take_credit(struct daemon *d)
 {
 	uint64_t now;
 
+	d->deferring = false;
 	if (!d->credit_pending)
 		return false;
 	now = bd_mono_ns();
+	if (now < d->credit_asked_ns + d->o->idle_credit_interval_ns &&
+	    publisher_owed(&d->pub, sched_getcpu())) {
+		d->deferring = true;
+		return false;
+	}
 	if (!rate_limit_take(&d->credit_limit, now))
 		return false;
 	d->credit_pending = false;
 	d->last_credit_ns = now;
 	return true;
+}
+
+/*
+ * After a pass while following: does a client that cannot ring sleep on the file?  Then keep
+ * following, and treat it as a ring: the horizon moves past its stamp, and if an idle, offline
+ * or the daemon's CPU holds the global value back, a credit pass is asked for (idle CPUs of a
+ * big machine would otherwise wait for the slow idle-credit timer).
+ */
+static void serve_legacy(struct daemon *d)
+{
+	uint64_t now;
+
+	if (!d->pub.armed || publisher_count_legacy(&d->pub, 0) == 0)
+		return;
+	now = bd_mono_ns();
+	d->armed_until = now + ARM_HOLD_NS;
+	publisher_raise(&d->pub, now);
+	if (publisher_credit_holds(&d->pub))
+		ask_credit(d, now);
 }
 
 /*
@@ -646,6 +695,9 @@ static int loop(struct daemon *d)
 		if (poll_now)
 			fold = true;
 		credit = take_credit(d);
+		/* A deferred credit pass folds every slot when it runs: no pass before it. */
+		if (d->deferring)
+			poll_now = fold = false;
 		/*
 		 * A credit pass folds too, under its own limit.  A fold without a token waits for
 		 * ffd (take_fold), and so does a pass that asked to go again: no loop without a
@@ -659,6 +711,7 @@ static int loop(struct daemon *d)
 		if (ret < 0)
 			return ret;
 		poll_now = ret;
+		serve_legacy(d);
 	}
 }
 

@@ -106,6 +106,16 @@ bool publisher_idle_holds_back(const struct publisher *p, uint64_t now_ns, uint6
 	return publisher_idle_hold(p, &held) && now_ns >= held + age_ns;
 }
 
+bool publisher_credit_holds(const struct publisher *p)
+{
+	for (uint64_t c = 0; c < p->ncpu; c++)
+		if (p->ns[c] == p->g_ns &&
+		    (p->state[c] == BARRIERD_CPU_IDLE || p->state[c] == BARRIERD_CPU_OFFLINE ||
+		     p->state[c] == BARRIERD_CPU_DAEMON))
+			return true;
+	return false;
+}
+
 void publisher_set_armed(struct publisher *p, bool armed)
 {
 	struct barrierd_header *h = p->sf->hdr;
@@ -113,8 +123,10 @@ void publisher_set_armed(struct publisher *p, bool armed)
 	if (p->armed == armed)
 		return;
 	p->armed = armed;
-	if (!armed)
-		*p->bss_watermark = 0;
+	/*
+	 * The watermark stays: it is the horizon, which only grows, and waiters that saw it
+	 * published count on it.  Following only stops moving it.
+	 */
 	/* One RMW (never lose a stop bit), then a wake of the flags word's sleepers. */
 	state_flags_update(&h->flags, armed ? 0 : BARRIERD_FLAG_ARMED,
 			   armed ? BARRIERD_FLAG_ARMED : 0);
@@ -127,23 +139,33 @@ void publisher_set_armed(struct publisher *p, bool armed)
 			wake(p, &h->per_cpu[c].last_interrupt_vtime);
 		}
 	}
-	log_debug("watermark %s", armed ? "armed" : "disarmed (no waiters)");
+	log_debug("%s", armed ? "following every pass (a client that cannot ring waits)"
+			      : "following stopped (no such client for a while)");
 }
 
-static long count_word(uint64_t *word)
+static long count_u32(const uint32_t *word)
 {
 	/* Requeue every waiter onto the very same word, waking none: the count is the result. */
-	long n = syscall(SYS_futex, (uint32_t *)word, FUTEX_CMP_REQUEUE, 0, (void *)(long)INT32_MAX,
-			 (uint32_t *)word, (uint32_t)bd_load(word));
+	long n = syscall(SYS_futex, word, FUTEX_CMP_REQUEUE, 0, (void *)(long)INT32_MAX, word,
+			 __atomic_load_n(word, __ATOMIC_RELAXED));
 
 	return n < 0 ? (errno == EAGAIN ? 1 : 0) : n;
 }
 
-long publisher_count_waiters(struct publisher *p, uint64_t max_cpus)
+static long count_word(uint64_t *word)
+{
+	return count_u32((const uint32_t *)word); /* the low half: x86 is little-endian */
+}
+
+long publisher_count_legacy(struct publisher *p, uint64_t max_cpus)
 {
 	struct barrierd_header *h = p->sf->hdr;
-	long n = count_word(&h->last_interrupt_ns) + count_word(&h->last_interrupt_vtime);
+	/* libbarrierd's sleepers queue on the doorbell's high half too (lib/wait.c, sleep_on). */
+	long ours = count_u32((const uint32_t *)&h->doorbell + 1);
+	long n = count_word(&h->last_interrupt_ns) + count_word(&h->last_interrupt_vtime) - ours;
 
+	if (ours || max_cpus == 0)
+		return n > 0 ? n : 0;
 	if (max_cpus > p->ncpu)
 		max_cpus = p->ncpu;
 	for (uint64_t i = 0; i < max_cpus; i++) {
@@ -152,7 +174,7 @@ long publisher_count_waiters(struct publisher *p, uint64_t max_cpus)
 		n += count_word(&h->per_cpu[c].last_interrupt_ns);
 		n += count_word(&h->per_cpu[c].last_interrupt_vtime);
 	}
-	return n;
+	return n > 0 ? n : 0;
 }
 
 int publisher_verify(struct publisher *p)
@@ -234,6 +256,7 @@ static bool seal_holds(const struct publisher *p)
 	return bd_load(&x->ext_size) == p->sealed_ext[0] &&
 	       bd_load((const uint64_t *)&x->ext_header_size) == p->sealed_ext[1] &&
 	       bd_load(&x->stop_ns) == 0 && bd_load(&x->stop_vtime) == 0 &&
+	       bd_load(&x->horizon_ns) == p->horizon_pub &&
 	       bd_load(&p->sf->hdr->heartbeat_ns) == p->hb_last;
 }
 
@@ -266,10 +289,9 @@ static void advance_vtime(struct publisher *p)
 
 /* What the fold of one pass found, for the steps after it. */
 struct fold {
-	uint64_t gns, gvt; /* the minimum of the per-CPU values (DESIGN rule 8) */
-	uint64_t min_cpu;  /* the CPU that holds gns back: its cause is published */
-	uint64_t wm;	   /* the oldest value among CPUs that are (or may be) running */
-	bool quieted;	   /* a CPU stopped being busy: waiters must hear it */
+	uint64_t gns, gvt;	       /* the minimum of the per-CPU values (DESIGN rule 8) */
+	uint64_t min_cpu;	       /* the CPU that holds gns back: its cause is published */
+	bool quieted;		       /* a CPU stopped being busy: waiters must hear it */
 	bool ns_advanced, vt_advanced; /* the global words moved (publish_globals) */
 };
 
@@ -277,8 +299,7 @@ struct fold {
  * The state a CPU is published in.  The CPU this pass runs on (here) is busy with us, and goes
  * idle (or back to its task) the moment we sleep, through a switch of ours that never signals.
  * Publishing it as BUSY would tell waiters that an event will come by itself; DAEMON tells
- * them to ring, which earns it the credit of DESIGN rule 7.  It stays out of the watermark for
- * the same reason.
+ * them to ring, which earns it the credit of DESIGN rule 7.
  */
 static uint8_t cpu_state(const struct publisher *p, uint64_t c, uint64_t idle, int here)
 {
@@ -388,10 +409,6 @@ static void fold_cpu(struct publisher *p, uint64_t c, const struct credit *cr, i
 		f->min_cpu = c;
 	}
 	f->gvt = p->vt[c] < f->gvt ? p->vt[c] : f->gvt;
-	/* The watermark: the oldest value among CPUs that are (or may be) running. */
-	if ((p->state[c] == BARRIERD_CPU_BUSY || p->state[c] == BARRIERD_CPU_UNKNOWN) &&
-	    p->ns[c] < f->wm)
-		f->wm = p->ns[c];
 	/* Remember which words changed, for wake_changed. */
 	p->changed[c] |= (uint8_t)((nns ? 1 : 0) | (nvt ? 2 : 0));
 }
@@ -449,34 +466,74 @@ static void wake_changed(struct publisher *p, const struct fold *f)
  * The watermark handshake (docs/DESIGN.md, "The watermark handshake"): store the watermark,
  * MFENCE, re-read the slots.  A CPU exchanges its stamp and then loads the watermark; we store
  * the watermark and then load its stamp.  With a locked exchange on its side and MFENCE on
- * ours, at least one of us sees the other: either it signals, or we see its new stamp here and
- * go again (*again).
- *
- * Nobody busy (wm UINT64_MAX): never signal (an idle CPU's interrupts would wake us for
- * nothing; a waiter rings for idle CPUs, and the slow timer serves those that cannot).  Nobody
- * waiting (disarmed): never signal either.
+ * ours, at least one of us sees the other: either it signals, or we see its new stamp here.
+ * The watermark is the horizon while a CPU is at or below it (the global value is), else 0
+ * ("never signal"): a CPU past the horizon has nothing anyone asked for.  Returns whether a
+ * CPU at or below the watermark was seen with a newer stamp (a pass folds it).  Then the
+ * horizon is published: a waiter that reads it may rely on every CPU at or below it
+ * signalling or having been seen, which is what the handshake just made true.
  */
-static void watermark_handshake(struct publisher *p, uint64_t wm, bool *again)
+static bool watermark_handshake(struct publisher *p)
 {
-	if (wm == UINT64_MAX || !p->armed)
-		wm = 0;
+	uint64_t wm = p->g_ns <= p->horizon ? p->horizon : 0;
+	bool moved = false;
+
 	*p->bss_watermark = wm;
 	bd_mfence();
-	if (!wm)
-		return;
-	for (uint64_t c = 0; c < p->ncpu; c++) {
+	for (uint64_t c = 0; wm && c < p->ncpu; c++) {
 		if (p->ns[c] <= wm &&
 		    __atomic_load_n(&p->slots[c].stamp, __ATOMIC_ACQUIRE) > p->ns[c]) {
-			*again = true;
-			return;
+			moved = true;
+			break;
 		}
 	}
+	if (p->horizon != p->horizon_pub) {
+		bd_store(&p->sf->ext->horizon_ns, p->horizon);
+		p->horizon_pub = p->horizon;
+	}
+	return moved;
+}
+
+/* A later clock reading than every value this pass folded or credited (LFENCE: fact F5). */
+static uint64_t fenced_now(void)
+{
+	bd_lfence();
+	return bd_mono_ns();
+}
+
+void publisher_raise(struct publisher *p, uint64_t h)
+{
+	if (h <= p->horizon)
+		return;
+	p->horizon = h;
+	/* DESIGN rule 4's order, as in a pass: an event after the handshake carries a newer vtime.
+	 */
+	advance_vtime(p);
+	(void)watermark_handshake(p); /* a moved stamp is folded by the pass the ring asks for */
+}
+
+bool publisher_owed(const struct publisher *p, int here)
+{
+	if (p->g_ns > p->horizon)
+		return false;
+	for (uint64_t c = 0; c < p->ncpu; c++) {
+		const struct barrierd_slot *s = &p->slots[c];
+
+		if (p->ns[c] > p->horizon || !p->online[c] || (int)c == here)
+			continue;
+		if (__atomic_load_n(&s->stamp, __ATOMIC_ACQUIRE) > p->horizon)
+			continue;
+		if (__atomic_load_n(&s->idle, __ATOMIC_ACQUIRE) == BARRIERD_SLOT_IDLE)
+			continue;
+		return true;
+	}
+	return false;
 }
 
 int publisher_pass(struct publisher *p, bool credit, bool *again)
 {
 	struct credit cr = {.self = -1};
-	struct fold f = {.gns = UINT64_MAX, .gvt = UINT64_MAX, .wm = UINT64_MAX};
+	struct fold f = {.gns = UINT64_MAX, .gvt = UINT64_MAX};
 	int here, ret;
 
 	*again = false;
@@ -494,11 +551,18 @@ int publisher_pass(struct publisher *p, bool credit, bool *again)
 		fold_cpu(p, c, credit ? &cr : NULL, here, &f);
 	publish_globals(p, &f, credit);
 	wake_changed(p, &f);
-	log_debug("pass%s: global ns %llu vtime %llu (min cpu %llu), watermark %llu",
+	/* Following: every CPU's next event is asked for, a later time than all folded here. */
+	if (p->armed) {
+		uint64_t now = fenced_now();
+
+		if (now > p->horizon)
+			p->horizon = now;
+	}
+	*again = watermark_handshake(p);
+	log_debug("pass%s: global ns %llu vtime %llu (min cpu %llu), horizon %llu",
 		  credit ? " (credit)" : "", (unsigned long long)p->g_ns,
 		  (unsigned long long)p->g_vt, (unsigned long long)f.min_cpu,
-		  (unsigned long long)(f.wm == UINT64_MAX ? 0 : f.wm));
-	watermark_handshake(p, f.wm, again);
+		  (unsigned long long)p->horizon);
 	return 0;
 }
 

@@ -37,8 +37,15 @@ struct publisher {
 	/* DESIGN rule 6: the main thread's switches, the kernel's count against the program's */
 	uint64_t rusage_base, bpf_base;
 
-	bool armed;	     /* signals flow (watermark set); else watermark 0 */
-	uint64_t probe_next; /* next per-CPU word to probe for waiters */
+	/*
+	 * The demand horizon (docs/DESIGN.md §4.1): the latest time a waiter may wait past, from
+	 * the rings heard and the sleepers found.  The watermark is the horizon while any CPU is
+	 * at or below it, else 0: each lagging CPU signals once, at its first event past it.
+	 */
+	uint64_t horizon;
+	uint64_t horizon_pub; /* what ext.horizon_ns holds */
+	bool armed;	      /* following: the horizon moves to the end of every pass */
+	uint64_t probe_next;  /* next per-CPU word to probe for waiters */
 	/*
 	 * The other words only we write (publisher_seal): layout, identity, liveness and the
 	 * stop snapshot.  A change to any of them is a foreign writer's as surely as one to a
@@ -71,17 +78,36 @@ void publisher_arm_detach_check(struct publisher *p);
 int publisher_pass(struct publisher *p, bool credit, bool *again);
 
 /*
- * Arm or disarm the watermark.  Disarmed, no CPU signals and the daemon sleeps between
- * heartbeats; the header's ARMED flag tells waiters to ring.  Disarming wakes the global
+ * Start or stop following, for clients that cannot ring (original-layout ones): while armed,
+ * every pass moves the horizon to its end, so every CPU signals its next event, and the
+ * header's ARMED flag tells waiters that busy CPUs need no ring.  Disarming wakes the global
  * words so a waiter that decided not to ring re-checks the flag.
  */
 void publisher_set_armed(struct publisher *p, bool armed);
 
 /*
- * How many threads sleep on the global words and on up to max_cpus per-CPU words (rotating),
- * counted with FUTEX_CMP_REQUEUE onto the same word: nobody is woken.
+ * Raise the horizon to h (a ring's time, or the time sleepers were found), outside a pass:
+ * vtime advances (a vtime waiter's next event must carry a newer one), then the watermark
+ * handshake runs, then ext.horizon_ns is published.
  */
-long publisher_count_waiters(struct publisher *p, uint64_t max_cpus);
+void publisher_raise(struct publisher *p, uint64_t h);
+
+/*
+ * Does a CPU still owe evidence past the horizon that only its own next event can bring: at
+ * or below it in the file and in its slot, not idle, online, and not the CPU `here` (a credit
+ * pass there credits it)?  Loads only.  A credit pass waits for these (it would not complete
+ * the horizon's barriers), and every one of them signals when its event comes.
+ */
+bool publisher_owed(const struct publisher *p, int here);
+
+/*
+ * How many threads sleep on the file's words without being libbarrierd's (which also queue on
+ * the doorbell's high half): the global words, and, if no libbarrierd client sleeps, up to
+ * max_cpus per-CPU words (rotating).  Counted with FUTEX_CMP_REQUEUE onto the same word:
+ * nobody is woken.  An estimate (the counts are not taken at one instant); it only decides
+ * when to follow.
+ */
+long publisher_count_legacy(struct publisher *p, uint64_t max_cpus);
 
 /* Every per-CPU word still what we wrote?  0, or -EBUSY (another writer). */
 int publisher_verify(struct publisher *p);
@@ -103,6 +129,9 @@ int publisher_check(struct publisher *p);
 
 /* Does a CPU that is not busy (idle, offline, unknown, ours) hold the global value (*held)? */
 bool publisher_idle_hold(const struct publisher *p, uint64_t *held);
+
+/* Does an idle, offline or the daemon's CPU hold the global value (a credit pass moves it)? */
+bool publisher_credit_holds(const struct publisher *p);
 
 /* Does an idle, offline or unknown CPU hold the global value, older than age_ns? */
 bool publisher_idle_holds_back(const struct publisher *p, uint64_t now_ns, uint64_t age_ns);

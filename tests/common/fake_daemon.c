@@ -314,8 +314,10 @@ static void *bell_main(void *arg)
 		pthread_mutex_lock(&d->lock);
 		if (mode == FAKE_CREDIT_ARM)
 			bd_store(&d->h->flags, bd_load(&d->h->flags) | BARRIERD_FLAG_ARMED);
+		if (mode == FAKE_CREDIT_HORIZON)
+			bd_store(&d->x->horizon_ns, now);
 		for (uint64_t c = 0; c < d->ncpu; c++)
-			if (mode == FAKE_CREDIT_ARM ||
+			if (mode == FAKE_CREDIT_ARM || mode == FAKE_CREDIT_HORIZON ||
 			    bd_load(&d->x->cpu[c].state) != BARRIERD_CPU_BUSY)
 				publish_cpu_locked(d, c, now);
 		fold_locked(d);

@@ -62,9 +62,11 @@ void *fake_image(uint64_t ncpu, uint64_t now, size_t *size);
 
 /* What the doorbell listener does when it hears a ring. */
 enum fake_credit_mode {
-	FAKE_CREDIT_NONE = 0, /* only count it */
-	FAKE_CREDIT_IDLE = 1, /* idle/offline credit: every CPU that is not BUSY */
-	FAKE_CREDIT_ARM = 2,  /* a disarmed daemon arms: then busy CPUs' events reach it too */
+	FAKE_CREDIT_NONE = 0,	 /* only count it */
+	FAKE_CREDIT_IDLE = 1,	 /* idle/offline credit: every CPU that is not BUSY */
+	FAKE_CREDIT_ARM = 2,	 /* a disarmed daemon arms: then busy CPUs' events reach it too */
+	FAKE_CREDIT_HORIZON = 3, /* ABI 1.1: the horizon rises to the ring's time, and busy
+				    CPUs' first events past it reach the daemon */
 };
 
 struct fake_daemon {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Real barriers against the real daemon: completion and per-CPU evidence, idle credit with
- * pinned CPUs, the watermark handshake under stress, and a client of the original layout.
+ * pinned CPUs, the watermark handshake under stress (following every pass, and serving the
+ * demand horizon alone), and clients of the original layout.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -142,11 +143,106 @@ static void watermark_stress(void **state)
 	munmap((void *)m, sz);
 }
 
+/*
+ * The demand horizon alone serves busy CPUs (docs/DESIGN.md §4.1): every CPU busy, the
+ * heartbeat's fold and the slow idle credit off (60 s), and no client that cannot ring, so the
+ * daemon never follows every pass.  The library rings whenever the published horizon is below
+ * its stamp; each busy CPU must then signal its first event past the horizon, and the credit
+ * pass deferred for it must run when the last one came.  One lost signal stalls a barrier for
+ * 60 s (the deferral's bound): the hang guard fails it.
+ */
+static void horizon_serves_busy_cpus(void **state)
+{
+	const char *extra[] = {"--idle-credit-interval", "60000", "--heartbeat-period", "60000",
+			       NULL};
+	const struct barrierd_header *m;
+	const struct barrierd_ext *x;
+	struct barrierd *b;
+	uint64_t p0, r0, covered = 0;
+	pid_t spin[64];
+	int ns;
+	size_t sz = 0;
+
+	(void)state;
+	ns = test_spinners(spin, 64);
+	if (h_start(&H, -1, extra)) {
+		test_kill_all(spin, ns);
+		fail_msg("daemon did not start");
+	}
+	m = map_ro(H.state, &sz);
+	assert_non_null(m);
+	assert_true(bd_load(&m->flags) & BARRIERD_FEAT_HORIZON);
+	x = (const void *)((const char *)m + bd_load(&m->ext_offset));
+	assert_int_equal(barrierd_open(&b, H.state), 0);
+	p0 = bd_load(&x->passes);
+	r0 = bd_load(&x->doorbell_rings);
+	for (int i = 0; i < 1000; i++) {
+		uint64_t t = barrierd_stamp_ns(b);
+		int ret = barrierd_wait(b, t, 3 * (int64_t)TEST_SEC);
+
+		if (ret) {
+			test_kill_all(spin, ns);
+			fail_msg("barrier %d: %d with busy CPUs: a signal was lost", i, ret);
+		}
+		for (uint64_t c = 0; c < m->ncpu; c++)
+			assert_true(bd_load(&m->per_cpu[c].last_interrupt_ns) > t);
+		assert_false(bd_load(&m->flags) & BARRIERD_FLAG_ARMED);
+		covered += bd_load(&x->horizon_ns) >= t;
+		if (i % 10 == 0)
+			usleep(1000 * (unsigned)(i % 7)); /* some barriers after a gap */
+	}
+	test_kill_all(spin, ns);
+	printf("1000 barriers, CPUs busy, horizon only: %llu passes, %llu rings, horizon past the "
+	       "stamp after %llu\n",
+	       (unsigned long long)(bd_load(&x->passes) - p0),
+	       (unsigned long long)(bd_load(&x->doorbell_rings) - r0), (unsigned long long)covered);
+	barrierd_close(b);
+	munmap((void *)m, sz);
+}
+
+/*
+ * A client that cannot ring, found asleep, counts as a ring, idle credit included
+ * (docs/DESIGN.md §4.4): the daemon and the client pinned to CPU 0, the slow idle-credit timer
+ * off (60 s).  Every other CPU is idle or busy with whatever the machine runs; an idle one is
+ * credited only because the sleeper was found, and a barrier left to the timer trips the
+ * hang guard.
+ */
+static void legacy_sleeper_is_a_ring(void **state)
+{
+	const char *extra[] = {"--idle-credit-interval", "60000", NULL};
+	const struct barrierd_header *m;
+	cpu_set_t one, all;
+	size_t sz = 0;
+
+	(void)state;
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		skip();
+	assert_int_equal(h_start(&H, 0, extra), 0);
+	m = map_ro(H.state, &sz);
+	assert_non_null(m);
+	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+	for (int i = 0; i < 100; i++) {
+		uint64_t t;
+
+		/* The original clients' wait: no ring, 10 ms futex timeouts; hang guard 3 s. */
+		if (h_raw_barrier(m, false, 10 * TEST_MS, 3 * TEST_SEC, &t)) {
+			sched_setaffinity(0, sizeof(all), &all);
+			fail_msg("barrier %d: not served within 3 s (left to the slow timer?)", i);
+		}
+		usleep(1000 * (unsigned)(i % 20)); /* 0-19 ms gaps: the hold must not expire */
+	}
+	assert_int_equal(sched_setaffinity(0, sizeof(all), &all), 0);
+	munmap((void *)m, sz);
+}
+
 static void original_layout_client(void **state)
 {
 	(void)state;
 	assert_int_equal(h_start(&H, -1, NULL), 0);
-	/* No doorbell: idle CPUs are credited by the slow timer, as membarrier(GLOBAL) would. */
+	/* No doorbell: found asleep, the client is followed and served as if it rang. */
 	assert_int_equal(test_system("%s/tests/integration/original_client '%s' 100",
 				     BARRIERD_BINARY_DIR, H.state),
 			 0);
@@ -160,6 +256,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(idle_cpu1_credited, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(idle_cpu0_credited, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(watermark_stress, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(horizon_serves_busy_cpus, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(legacy_sleeper_is_a_ring, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(original_layout_client, h_setup, h_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

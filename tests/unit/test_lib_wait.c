@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <linux/futex.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/membarrier.h>
@@ -459,6 +460,86 @@ static void rings_when_disarmed(void **state)
 	fake_stop_doorbell(&f->s);
 	assert_true(fake_rings(&f->s) >= 1);
 	assert_true(bd_load(&f->s.h->flags) & BARRIERD_FLAG_ARMED);
+}
+
+/* ABI 1.1 (docs/PROTOCOL.md §6.8): a daemon that publishes its horizon, disarmed. */
+#define HORIZON_FLAGS (BARRIERD_FLAG_RUNNING | FEATS | BARRIERD_FEAT_HORIZON)
+
+/* A busy CPU lags, the horizon is at the stamp: that CPU signals by itself, no ring. */
+static void no_ring_when_horizon_covers(void **state)
+{
+	struct fx *f = *state;
+	uint64_t s = stamp(f->b);
+
+	fake_credit(&f->s, 1, s + 1);
+	bd_store(&f->s.h->flags, HORIZON_FLAGS);
+	bd_store(&f->s.x->horizon_ns, s);
+	no_ring_case(f, s, 200 * TEST_MS);
+}
+
+/* The horizon is below the stamp: the waiter rings (to raise it) although the CPU is busy. */
+static void rings_when_horizon_below(void **state)
+{
+	struct fx *f = *state;
+	uint64_t s = stamp(f->b);
+
+	fake_credit(&f->s, 1, s + 1);
+	bd_store(&f->s.h->flags, HORIZON_FLAGS);
+	bd_store(&f->s.x->horizon_ns, s - 1);
+	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_HORIZON), 0);
+	assert_int_equal(barrierd_wait(f->b, s, TEST_HANG_GUARD_NS), 0);
+	fake_stop_doorbell(&f->s);
+	assert_true(fake_rings(&f->s) >= 1);
+	assert_false(bd_load(&f->s.h->flags) & BARRIERD_FLAG_ARMED);
+	assert_true(bd_load(&f->s.x->horizon_ns) > s);
+}
+
+/* A vtime wait rings for a busy CPU whatever the horizon: it is a time, not a vtime. */
+static void vtime_rings_past_horizon(void **state)
+{
+	struct fx *f = *state;
+	uint64_t v = barrierd_stamp_vtime(f->b);
+
+	bd_store(&f->s.h->flags, HORIZON_FLAGS);
+	bd_store(&f->s.x->horizon_ns, UINT64_MAX);
+	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_HORIZON), 0);
+	assert_int_equal(barrierd_wait_vtime(f->b, v, TEST_HANG_GUARD_NS), 0);
+	fake_stop_doorbell(&f->s);
+	assert_true(fake_rings(&f->s) >= 1);
+}
+
+static void *count_marked(void *arg)
+{
+	const uint32_t *mark = (const uint32_t *)&((struct fx *)arg)->s.h->doorbell + 1;
+	uint64_t end = bd_mono_ns() + TEST_HANG_GUARD_NS;
+	long n = 0;
+
+	while (n <= 0 && bd_mono_ns() < end) {
+		n = syscall(SYS_futex, mark, FUTEX_CMP_REQUEUE, 0, (void *)(long)INT32_MAX, mark,
+			    __atomic_load_n(mark, __ATOMIC_RELAXED));
+		test_sleep_ns(TEST_MS);
+	}
+	return (void *)(intptr_t)n;
+}
+
+/*
+ * A sleeping waiter queues on the doorbell's high half too, so that the daemon counts it as
+ * one that rings, not as a client of the original layout to follow (docs/DESIGN.md §4.4).
+ */
+static void sleeper_is_marked(void **state)
+{
+	struct fx *f = *state;
+	uint64_t s = stamp(f->b);
+	pthread_t th;
+	void *n;
+
+	fake_credit(&f->s, 1, s + 1);
+	bd_store(&f->s.h->flags, HORIZON_FLAGS);
+	bd_store(&f->s.x->horizon_ns, s);
+	assert_int_equal(pthread_create(&th, NULL, count_marked, f), 0);
+	assert_int_equal(barrierd_wait(f->b, s, 300 * TEST_MS), -ETIMEDOUT);
+	assert_int_equal(pthread_join(th, &n), 0);
+	assert_int_equal((intptr_t)n, 1);
 }
 
 static void request_rings(void **state)
@@ -1429,6 +1510,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(no_ring_when_lagging_cpus_busy, setup, teardown),
 	    cmocka_unit_test_setup_teardown(no_ring_without_doorbell_feature, setup, teardown),
 	    cmocka_unit_test_setup_teardown(rings_when_disarmed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(no_ring_when_horizon_covers, setup, teardown),
+	    cmocka_unit_test_setup_teardown(rings_when_horizon_below, setup, teardown),
+	    cmocka_unit_test_setup_teardown(vtime_rings_past_horizon, setup, teardown),
+	    cmocka_unit_test_setup_teardown(sleeper_is_marked, setup, teardown),
 	    cmocka_unit_test_setup_teardown(request_rings, setup, teardown),
 	    cmocka_unit_test_setup_teardown(stale_stopped_flag, setup, teardown),
 	    cmocka_unit_test_setup_teardown(stale_not_running, setup, teardown),
