@@ -162,6 +162,8 @@ int bctl_snapshot_take(struct barrierd *b, const char *path, struct bctl_snapsho
 		s->passes = bd_load(&x->passes);
 		s->credit_passes = bd_load(&x->credit_passes);
 		s->doorbell_rings = bd_load(&x->doorbell_rings);
+		if (bd_load(&h->flags) & BARRIERD_FEAT_HORIZON)
+			s->horizon_ns = bd_load(&x->horizon_ns);
 	}
 	/*
 	 * The clock last, fenced (MFENCE; LFENCE), and converted out of a time namespace like
@@ -387,11 +389,19 @@ void bctl_render_text(FILE *f, const struct bctl_snapshot *s, uint64_t threshold
 	fprintf(f, ", pid %llu, generation %llu, heartbeat %.3f ms ago (period %.0f ms)\n",
 		(unsigned long long)s->daemon_pid, (unsigned long long)s->generation,
 		bctl_ms(bctl_age(s, s->heartbeat_ns)), bctl_ms(period));
-	if (dh == BCTL_HEALTHY)
-		fprintf(f, "armed:        %s\n",
-			s->flags & BARRIERD_FLAG_ARMED
-			    ? "yes (busy CPUs' events reach the daemon as they come)"
-			    : "no (busy CPUs are folded at heartbeats until a waiter rings)");
+	if (dh == BCTL_HEALTHY && (s->flags & BARRIERD_FLAG_ARMED))
+		fprintf(f,
+			"armed:        yes (following: a client that cannot ring waits, so every "
+			"CPU's next event reaches the daemon)\n");
+	else if (dh == BCTL_HEALTHY && s->horizon_ns)
+		fprintf(
+		    f,
+		    "armed:        no (busy CPUs signal once past the demand horizon, %.3f ms ago; "
+		    "a waiter rings to raise it)\n",
+		    bctl_ms(bctl_age(s, s->horizon_ns)));
+	else if (dh == BCTL_HEALTHY)
+		fprintf(f, "armed:        no (busy CPUs are folded at heartbeats until a waiter "
+			   "rings)\n");
 
 	bctl_format_boot_id(s->boot_id, boot);
 	fprintf(f, "file:         ABI %u.%u, %llu CPUs, flags 0x%llx, boot id %s\n", s->abi_major,
