@@ -550,7 +550,6 @@ int publisher_pass(struct publisher *p, bool credit, bool *again)
 	for (uint64_t c = 0; c < p->ncpu; c++)
 		fold_cpu(p, c, credit ? &cr : NULL, here, &f);
 	publish_globals(p, &f, credit);
-	wake_changed(p, &f);
 	/* Following: every CPU's next event is asked for, a later time than all folded here. */
 	if (p->armed) {
 		uint64_t now = fenced_now();
@@ -558,7 +557,13 @@ int publisher_pass(struct publisher *p, bool credit, bool *again)
 		if (now > p->horizon)
 			p->horizon = now;
 	}
+	/*
+	 * The watermark before the wakes: a waiter this pass completes switches in on its CPU
+	 * right after its wake, and under the old watermark that switch would signal a pass
+	 * that nobody needs.
+	 */
 	*again = watermark_handshake(p);
+	wake_changed(p, &f);
 	log_debug("pass%s: global ns %llu vtime %llu (min cpu %llu), horizon %llu",
 		  credit ? " (credit)" : "", (unsigned long long)p->g_ns,
 		  (unsigned long long)p->g_vt, (unsigned long long)f.min_cpu,

@@ -539,6 +539,12 @@ static void sleeper_is_marked(void **state)
 	assert_int_equal(pthread_create(&th, NULL, count_marked, f), 0);
 	assert_int_equal(barrierd_wait(f->b, s, 300 * TEST_MS), -ETIMEDOUT);
 	assert_int_equal(pthread_join(th, &n), 0);
+	/* Without futex_waitv (valgrind has none) the sleep is a FUTEX_WAIT on one word. */
+	if (syscall(SYS_futex_waitv, NULL, 0, 0, NULL, 0) < 0 && errno == ENOSYS) {
+		print_message("no futex_waitv here: the sleep cannot be marked\n");
+		assert_int_equal((intptr_t)n, 0);
+		return;
+	}
 	assert_int_equal((intptr_t)n, 1);
 }
 
