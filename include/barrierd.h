@@ -85,7 +85,7 @@ struct barrierd_header {
 	uint64_t doorbell;	       /* FUTEX_WAKE the low half to ask for idle/offline credit;
 					  libbarrierd's sleepers also queue on the high half, which
 					  nobody wakes, so the daemon can count them apart from
-					  original-layout clients (docs/PROTOCOL.md §6.8) */
+					  original-layout clients (docs/PROTOCOL.md §6.7) */
 	uint64_t ext_offset;	       /* byte offset of struct barrierd_ext in the file */
 	struct barrierd_cpu per_cpu[]; /* ncpu entries */
 };

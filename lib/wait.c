@@ -209,10 +209,11 @@ static int sleep_waitv(struct futex_waitv *wv, unsigned n, int64_t slice_ns)
  * not watched after a ring: a change of the flags would only wake us before the credit we
  * asked for is published.
  *
- * Last, the doorbell's high half, which nobody writes or wakes: queued there, we are counted
- * as libbarrierd's sleeper (PROTOCOL.md §6.8), not as a client that cannot ring, which the
- * daemon would follow every pass for.  Its value is loaded, not assumed, so a changed word
- * costs one early return, never a spin.
+ * Last, with a global word, the doorbell's high half, which nobody writes or wakes: queued
+ * there, we are counted as libbarrierd's sleeper (PROTOCOL.md §6.7), not as a client that
+ * cannot ring, which the daemon would follow every pass for.  Only with a global word: the
+ * daemon subtracts the marked from the global words' sleepers, one for one.  Its value is
+ * loaded, not assumed, so a changed word costs one early return, never a spin.
  */
 static void sleep_on(const struct barrierd *b, const struct target *t, uint32_t snap_global,
 		     uint32_t snap_flags, int64_t slice_ns, bool armed_no_ring)
@@ -256,7 +257,7 @@ static void sleep_on(const struct barrierd *b, const struct target *t, uint32_t 
 	}
 	if (need_global)
 		waitv_entry(&wv[n++], global_word(b, t), snap_global);
-	if (bd_ext(b)) {
+	if (need_global && bd_ext(b)) {
 		const uint32_t *mark = (const uint32_t *)&b->hdr->doorbell + 1;
 
 		waitv_entry32(&wv[n++], mark, __atomic_load_n(mark, __ATOMIC_RELAXED));
