@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -213,6 +214,9 @@ int test_spinners(pid_t *pids, int max)
 	for (int i = 0; i < n; i++) {
 		pids[i] = fork();
 		if (pids[i] == 0) {
+			/* Never outlive the test, whatever ends it (a failed assertion, a kill). */
+			if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() == 1)
+				_exit(0);
 			test_pin(i);
 			if (nice(19) < 0) {
 			}
