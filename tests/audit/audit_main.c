@@ -8,8 +8,9 @@
  *
  * Phases: a file left by another boot (no daemon, then a daemon that must reset it), an idle
  * machine, every CPU loaded, one CPU busy and one idle, a daemon restart with stamps taken
- * before it and waited for after it, and a client in a time namespace; on request (it changes
- * the machine), CPUs taken offline and back under running and blocked barriers.  ns and vtime
+ * before it, a client in a time namespace, and a client of the original layout only (no
+ * library, no doorbell) with a nice-10 spinner on one CPU; on request (it changes the machine),
+ * CPUs taken offline and back under running and blocked barriers.  ns and vtime
  * barriers alternate everywhere; a vtime barrier's lower bound is a clock reading the writer
  * took before its fence and vtime load.
  *
@@ -45,13 +46,31 @@ static const char *audit_daemon = AUDIT_DEFAULT_DAEMON;
 #define BARRIERD_BIN audit_daemon
 #include "harness.h"
 
-enum kind { K_NS, K_VTIME, K_RAW, K_TIMENS, K_TIMENS_VTIME };
-static const char *const kind_name[] = {"ns", "vtime", "original-layout ns", "time-namespace ns",
-					"time-namespace vtime"};
+enum kind { K_NS, K_VTIME, K_RAW, K_TIMENS, K_TIMENS_VTIME, K_RAW_VTIME };
+static const char *const kind_name[] = {"ns",
+					"vtime",
+					"original-layout ns",
+					"time-namespace ns",
+					"time-namespace vtime",
+					"original-layout vtime"};
 
-enum phase { P_STALE, P_IDLE, P_LOADED, P_MIXED, P_RESTART, P_TIMENS, P_HOTPLUG, P_COUNT };
+/*
+ * Run in this order.  legacy, the last of the default phases, is left out of the mutant tests'
+ * runs, which name the phases they catch their mutants in (tests/audit/CMakeLists.txt).
+ */
+enum phase {
+	P_STALE,
+	P_IDLE,
+	P_LOADED,
+	P_MIXED,
+	P_RESTART,
+	P_TIMENS,
+	P_LEGACY,
+	P_HOTPLUG,
+	P_COUNT
+};
 static const char *const phase_name[] = {"stale",   "idle",   "loaded", "mixed",
-					 "restart", "timens", "hotplug"};
+					 "restart", "timens", "legacy", "hotplug"};
 
 struct barrier {
 	uint8_t kind, phase;
@@ -65,11 +84,9 @@ struct barrier {
 	uint16_t credits[4][3];
 };
 
-/* The daemon's credit counters for CPUs 0..3, from the extension of the mapped file. */
-static void credit_snapshot(const struct barrierd *b, uint64_t out[4][3])
+/* The daemon's credit counters for CPUs 0..3, from the extension of a mapping of the file. */
+static void credit_snapshot_map(const struct barrierd_header *h, size_t size, uint64_t out[4][3])
 {
-	size_t size;
-	const struct barrierd_header *h = barrierd_mapping(b, &size);
 	uint64_t xo = bd_load(&h->ext_offset);
 	uint64_t n = bd_load(&h->ncpu);
 	const struct barrierd_ext *x;
@@ -84,6 +101,22 @@ static void credit_snapshot(const struct barrierd *b, uint64_t out[4][3])
 		out[c][1] = bd_load(&x->cpu[c].credit_idle);
 		out[c][2] = bd_load(&x->cpu[c].credit_offline);
 	}
+}
+
+static void credit_snapshot(const struct barrierd *b, uint64_t out[4][3])
+{
+	size_t size;
+	const struct barrierd_header *h = barrierd_mapping(b, &size);
+
+	credit_snapshot_map(h, size, out);
+}
+
+/* What the daemon gave CPUs 0..3 between two snapshots, into a barrier's diagnostics. */
+static void credit_delta(struct barrier *r, uint64_t c0[4][3], uint64_t c1[4][3])
+{
+	for (int c = 0; c < 4; c++)
+		for (int j = 0; j < 3; j++)
+			r->credits[c][j] = (uint16_t)(c1[c][j] - c0[c][j]);
 }
 
 static struct {
@@ -155,14 +188,14 @@ static void push(const struct barrier *b)
 /* ---- processes: the daemon, spinners ---------------------------------------------------- */
 
 /* Spinners and the daemon die with us: a crashed audit must not leave a CPU hog behind. */
-static pid_t spin_on(int cpu)
+static pid_t spin_on_nice(int cpu, int niceness)
 {
 	pid_t pid = fork();
 
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		test_pin(cpu);
-		if (nice(19) < 0) {
+		if (nice(niceness) < 0) {
 		}
 		for (;;)
 			__asm__ __volatile__("pause");
@@ -170,6 +203,11 @@ static pid_t spin_on(int cpu)
 	if (pid > 0)
 		A.spin[A.nspin++] = pid;
 	return pid;
+}
+
+static pid_t spin_on(int cpu)
+{
+	return spin_on_nice(cpu, 19);
 }
 
 static void spin_stop(void)
@@ -392,9 +430,7 @@ static int do_barrier(struct barrierd *b, enum phase ph, enum kind k)
 	r.t_done = bd_mono_ns();
 	r.cpu = sched_getcpu();
 	credit_snapshot(b, c1);
-	for (int c = 0; c < 4; c++)
-		for (int j = 0; j < 3; j++)
-			r.credits[c][j] = (uint16_t)(c1[c][j] - c0[c][j]);
+	credit_delta(&r, c0, c1);
 	push(&r);
 	return r.rc;
 }
@@ -807,6 +843,104 @@ static int phase_timens(void)
 	return 0;
 }
 
+/* ---- the legacy client --------------------------------------------------------------------- */
+
+/*
+ * One barrier of a client built for the original layout, as such programs wait: the fenced
+ * stamp (MFENCE; LFENCE; CLOCK_MONOTONIC) or, for vtime, MFENCE and a load of header.vtime,
+ * then FUTEX_WAIT on the low half of the global word with a 10 ms timeout and a re-check of all
+ * 64 bits, never ringing: it knows no doorbell, so the daemon must notice its futex sleep.
+ * The credit snapshots are the auditor's diagnostics, read from the same mapping.  The record
+ * is pushed for the audit, and copied to *out for the phase's summary.
+ */
+static void legacy_barrier(const struct barrierd_header *m, size_t msz, enum kind k,
+			   struct barrier *out)
+{
+	struct barrier r = {.kind = (uint8_t)k, .phase = P_LEGACY};
+	uint64_t c0[4][3], c1[4][3];
+
+	credit_snapshot_map(m, msz, c0);
+	r.t_before = bd_mono_ns();
+	if (k == K_RAW_VTIME) {
+		r.stamp = h_raw_stamp_vtime(m);
+		r.rc = h_raw_wait_vtime(m, r.stamp, false, 10 * TEST_MS, (uint64_t)A.timeout_ns);
+	} else {
+		r.rc = h_raw_barrier(m, false, 10 * TEST_MS, (uint64_t)A.timeout_ns, &r.stamp);
+	}
+	r.t_done = bd_mono_ns();
+	r.cpu = sched_getcpu();
+	credit_snapshot_map(m, msz, c1);
+	credit_delta(&r, c0, c1);
+	push(&r);
+	*out = r;
+}
+
+/*
+ * The legacy client: original-layout barriers (every third a vtime one) spaced by random
+ * sleeps, mostly of 0 to 20 ms and one in ten of up to 100 ms, so that they find the daemon
+ * freshly armed by a futex sleeper, armed for a while, or back from a gap, while a nice-10
+ * spinner keeps one CPU busy and the others idle.  The client and the daemon run anywhere for
+ * the first half, and beside the spinner for the second: their own switches are then no
+ * evidence on the other CPUs, which pass only by idle credit, and a client that cannot ring
+ * gets that only once the daemon has noticed its futex sleep.  The gaps are what make the phase
+ * take a few seconds; the seed is printed so that a run can be repeated.
+ */
+static int phase_legacy(void)
+{
+	unsigned seed = (unsigned)bd_mono_ns() ^ (unsigned)getpid();
+	long n = count(150), nvt = 0, longest = 0, idle_credited = 0;
+	uint64_t t0 = bd_mono_ns(), slowest = 0;
+	const struct barrierd_header *m;
+	struct barrier r;
+	size_t msz = 0;
+	int ret = 0;
+
+	m = map_ro(A.h.state, &msz);
+	if (!m) {
+		fatal("cannot map %s for the legacy client", A.h.state);
+		return -1;
+	}
+	pin_all();
+	if (A.nonline >= 2)
+		spin_on_nice(A.online[A.nonline - 1], 10);
+	test_sleep_ms(20);
+	for (long i = 0; i < n && !ret; i++) {
+		if (i == n / 2 && A.nonline >= 2) {
+			test_pin(A.online[A.nonline - 1]);
+			daemon_pin(A.online[A.nonline - 1]);
+		}
+		long ms = rand_r(&seed) % 10 == 0 ? rand_r(&seed) % 101 : rand_r(&seed) % 21;
+		enum kind k = i % 3 == 2 ? K_RAW_VTIME : K_RAW;
+
+		longest = ms > longest ? ms : longest;
+		test_sleep_ms(ms);
+		legacy_barrier(m, msz, k, &r);
+		nvt += k == K_RAW_VTIME;
+		/* How the daemon served it, for the summary: the client cannot ring. */
+		if (r.t_done - r.t_before > slowest)
+			slowest = r.t_done - r.t_before;
+		for (int c = 0; c < 4; c++)
+			if (r.credits[c][1]) {
+				idle_credited++;
+				break;
+			}
+		if ((i + 1) % 25 == 0)
+			ret = audit_pending();
+	}
+	if (!ret)
+		ret = audit_pending();
+	spin_stop();
+	daemon_pin(-1);
+	pin_all();
+	munmap((void *)m, msz);
+	if (!ret)
+		diag("phase legacy  %5ld barriers (%ld vtime) in %6.2f s; gaps up to %ld ms (seed "
+		     "%u); slowest %.1f ms; idle credit during %ld of them",
+		     n, nvt, (double)(bd_mono_ns() - t0) / 1e9, longest, seed,
+		     (double)slowest / 1e6, idle_credited);
+	return ret;
+}
+
 /* ---- CPU hotplug (on request: --phases hotplug) --------------------------------------------- */
 
 /* Write "0" or "1" to CPU cpu's online file; 0 or -errno. */
@@ -1034,8 +1168,8 @@ static void usage(void)
 		"[--timeout-ms N] [--min-audited N] [--expect-violation] [--stop-at-first]\n"
 		"       [--brief-evidence-only] [--hotplug-cycles N] [--hotplug-cpus LIST]\n"
 		"       [--bracket-lenient]\n"
-		"phases: stale,idle,loaded,mixed,restart,timens (default: these), hotplug (takes\n"
-		"CPUs offline and back: only on request)\n");
+		"phases: stale,idle,loaded,mixed,restart,timens,legacy (default: these), hotplug\n"
+		"(takes CPUs offline and back: only on request)\n");
 	exit(2);
 }
 
@@ -1073,8 +1207,9 @@ int main(int argc, char **argv)
 	    {"bracket-lenient", no_argument, NULL, 'L'},
 	    {0},
 	};
-	int (*const run[P_COUNT])(void) = {phase_stale,	  phase_idle,	phase_loaded, phase_mixed,
-					   phase_restart, phase_timens, phase_hotplug};
+	int (*const run[P_COUNT])(void) = {phase_stale,	 phase_idle,	phase_loaded,
+					   phase_mixed,	 phase_restart, phase_timens,
+					   phase_legacy, phase_hotplug};
 	uint8_t online[AUDIT_MAX_CPUS];
 	uint64_t t0 = bd_mono_ns();
 	bool bracket_lenient = false;

@@ -131,24 +131,48 @@ int h_stop(struct harness *h)
 	return st;
 }
 
-int h_raw_wait(const struct barrierd_header *m, uint64_t t, bool ring, uint64_t sleep_ns,
-	       uint64_t timeout_ns)
+/*
+ * The original layout's wait on one of the two global words: the low half snapshotted before
+ * the 64-bit check, so that a publication between the check and the sleep changes the futex
+ * word and the sleep returns at once.
+ */
+static int raw_wait_word(const struct barrierd_header *m, const uint64_t *word, uint64_t t,
+			 bool ring, uint64_t sleep_ns, uint64_t timeout_ns)
 {
 	struct timespec to = {.tv_sec = (time_t)(sleep_ns / TEST_SEC),
 			      .tv_nsec = (long)(sleep_ns % TEST_SEC)};
 	uint64_t start = bd_mono_ns();
 
 	for (;;) {
-		uint32_t w = bd_load_low(&m->last_interrupt_ns);
+		uint32_t w = bd_load_low(word);
 
-		if (bd_load(&m->last_interrupt_ns) > t)
+		if (bd_load(word) > t)
 			return 0;
 		if (bd_mono_ns() - start > timeout_ns)
 			return -ETIMEDOUT;
 		if (ring)
 			syscall(SYS_futex, &m->doorbell, FUTEX_WAKE, 1, NULL, NULL, 0);
-		syscall(SYS_futex, &m->last_interrupt_ns, FUTEX_WAIT, w, &to, NULL, 0);
+		syscall(SYS_futex, word, FUTEX_WAIT, w, &to, NULL, 0);
 	}
+}
+
+int h_raw_wait(const struct barrierd_header *m, uint64_t t, bool ring, uint64_t sleep_ns,
+	       uint64_t timeout_ns)
+{
+	return raw_wait_word(m, &m->last_interrupt_ns, t, ring, sleep_ns, timeout_ns);
+}
+
+uint64_t h_raw_stamp_vtime(const struct barrierd_header *m)
+{
+	/* The caller's earlier stores are visible before the vtime it reads (rule 5). */
+	bd_mfence();
+	return bd_load(&m->vtime);
+}
+
+int h_raw_wait_vtime(const struct barrierd_header *m, uint64_t vtime, bool ring, uint64_t sleep_ns,
+		     uint64_t timeout_ns)
+{
+	return raw_wait_word(m, &m->last_interrupt_vtime, vtime, ring, sleep_ns, timeout_ns);
 }
 
 int h_raw_barrier(const struct barrierd_header *m, bool ring, uint64_t sleep_ns,

@@ -104,6 +104,14 @@ int h_raw_wait(const struct barrierd_header *m, uint64_t t, bool ring, uint64_t 
  */
 int h_raw_barrier(const struct barrierd_header *m, bool ring, uint64_t sleep_ns,
 		  uint64_t timeout_ns, uint64_t *stamp);
+/*
+ * The same client's vtime barrier: its stamp is header.vtime loaded after an MFENCE (the
+ * original's vtime stamp), and it waits as h_raw_wait does, on last_interrupt_vtime, until that
+ * word's 64-bit value passes the stamp.
+ */
+uint64_t h_raw_stamp_vtime(const struct barrierd_header *m);
+int h_raw_wait_vtime(const struct barrierd_header *m, uint64_t vtime, bool ring, uint64_t sleep_ns,
+		     uint64_t timeout_ns);
 
 /* cmocka fixtures: a fresh directory per test; the daemon (if started) stopped after it. */
 __attribute__((unused)) static int h_setup(void **state)
