@@ -105,8 +105,13 @@ static void hook_release(struct daemon *d, uint32_t how)
 }
 #endif
 
-/* How long the watermark stays armed after the last sign of a waiter. */
+/* How long the daemon follows after the last sign of a client that cannot ring. */
 #define ARM_HOLD_NS (1000000000ULL)
+/*
+ * A busy CPU not heard from for this long runs without ticks (nohz_full): a credit pass does
+ * not wait for its signal (take_credit).  Several ticks at HZ=100.
+ */
+#define OWED_SILENT_NS (20 * 1000000ULL)
 /* Per-CPU words probed for sleeping waiters at each heartbeat (rotating). */
 #define PROBE_CPUS 64
 
@@ -454,15 +459,28 @@ static int run_pass(struct daemon *d, bool credit)
  * stamp a ring heard here can carry: that is the horizon.  The credit pass reads r after the
  * drain too (DESIGN 4.2).
  */
-static void on_doorbell(struct daemon *d)
+static int on_doorbell(struct daemon *d)
 {
 	uint64_t v, now;
+	int ret;
 
 	if (read(d->bell.efd, &v, sizeof(v)) == sizeof(v))
 		bd_store(&d->sf.ext->doorbell_rings, bd_load(&d->sf.ext->doorbell_rings) + v);
 	now = bd_mono_ns();
-	publisher_raise(&d->pub, now);
+	ret = publisher_raise(&d->pub, now);
+	if (ret) {
+		foreign_or_fault(d);
+		return ret;
+	}
 	ask_credit(d, now);
+	/*
+	 * Rings faster than the doorbell's rate (a waiter in a tight loop): a ring per barrier
+	 * costs more than following, and lost rings cost the ringers 1 ms sleeps.  Follow: then
+	 * library waiters need not ring for busy CPUs (NO_RING_ARMED).
+	 */
+	if (__atomic_exchange_n(&d->bell.saturated, 0, __ATOMIC_RELAXED))
+		arm(d, now);
+	return 0;
 }
 
 /*
@@ -470,7 +488,7 @@ static void on_doorbell(struct daemon *d)
  * the probe for sleeping waiters and the disarm check.  *fold: a pass is due.  0, or -EBUSY
  * (another writer: stop).
  */
-static int on_tick(struct daemon *d, bool *fold)
+static int on_tick(struct daemon *d, bool *beat)
 {
 	uint64_t v, now;
 	int ret;
@@ -509,7 +527,7 @@ static int on_tick(struct daemon *d, bool *fold)
 		d->next_probe_ns = now + d->o->heartbeat_period_ns;
 		if (publisher_count_legacy(&d->pub, PROBE_CPUS) > 0)
 			arm(d, now);
-		*fold = true;
+		*beat = true;
 	}
 	if (d->pub.armed && now >= d->armed_until && !d->o->always_armed)
 		disarm(d);
@@ -564,19 +582,28 @@ static bool on_signal(struct daemon *d)
  * the idle-credit interval after it was asked for, while a busy CPU owes an event past the
  * horizon (publisher_owed): run now, it would complete none of the barriers behind the
  * horizon and a second pass would follow that CPU's signal.  Waiting, it runs once, when the
- * last such signal came.  Credit is timeless (r is read in the pass, later is as good).
+ * last such signal came.  Credit is timeless (r is read in the pass, later is as good).  If
+ * then no CPU behind the horizon needs credit (all were busy), the pass is a fold (*fold):
+ * under the fold cap, not the credit cap, which bounds only what credit costs.
  */
-static bool take_credit(struct daemon *d)
+static bool take_credit(struct daemon *d, bool *fold)
 {
 	uint64_t now;
+	int here;
 
 	d->deferring = false;
 	if (!d->credit_pending)
 		return false;
 	now = bd_mono_ns();
+	here = sched_getcpu();
 	if (now < d->credit_asked_ns + d->o->idle_credit_interval_ns &&
-	    publisher_owed(&d->pub, sched_getcpu())) {
+	    publisher_owed(&d->pub, here, now, OWED_SILENT_NS)) {
 		d->deferring = true;
+		return false;
+	}
+	if (!publisher_credit_needed(&d->pub, here)) {
+		d->credit_pending = false;
+		*fold = true;
 		return false;
 	}
 	if (!rate_limit_take(&d->credit_limit, now))
@@ -592,17 +619,23 @@ static bool take_credit(struct daemon *d)
  * or the daemon's CPU holds the global value back, a credit pass is asked for (idle CPUs of a
  * big machine would otherwise wait for the slow idle-credit timer).
  */
-static void serve_legacy(struct daemon *d)
+static int serve_legacy(struct daemon *d)
 {
 	uint64_t now;
+	int ret;
 
 	if (!d->pub.armed || publisher_count_legacy(&d->pub, 0) == 0)
-		return;
+		return 0;
 	now = bd_mono_ns();
 	d->armed_until = now + ARM_HOLD_NS;
-	publisher_raise(&d->pub, now);
+	ret = publisher_raise(&d->pub, now);
+	if (ret) {
+		foreign_or_fault(d);
+		return ret;
+	}
 	if (publisher_credit_holds(&d->pub))
 		ask_credit(d, now);
+	return 0;
 }
 
 /*
@@ -655,7 +688,7 @@ static int loop(struct daemon *d)
 	for (;;) {
 		struct epoll_event evs[8];
 		int n, ret;
-		bool fold = false, credit;
+		bool fold = false, beat = false, credit;
 
 		schedule_credit(d);
 		n = epoll_wait(d->epfd, evs, 8, poll_now ? 0 : -1);
@@ -672,10 +705,12 @@ static int loop(struct daemon *d)
 				fold = true;
 				break;
 			case EV_DOORBELL:
-				on_doorbell(d);
+				ret = on_doorbell(d);
+				if (ret)
+					return ret;
 				break;
 			case EV_TIMER:
-				ret = on_tick(d, &fold);
+				ret = on_tick(d, &beat);
 				if (ret)
 					return ret;
 				break;
@@ -694,10 +729,14 @@ static int loop(struct daemon *d)
 		}
 		if (poll_now)
 			fold = true;
-		credit = take_credit(d);
-		/* A deferred credit pass folds every slot when it runs: no pass before it. */
+		credit = take_credit(d, &fold);
+		/*
+		 * A deferred credit pass folds every slot when it runs: no pass before it, but
+		 * the heartbeat's (the file is never more than a period stale).
+		 */
 		if (d->deferring)
 			poll_now = fold = false;
+		fold = fold || beat;
 		/*
 		 * A credit pass folds too, under its own limit.  A fold without a token waits for
 		 * ffd (take_fold), and so does a pass that asked to go again: no loop without a
@@ -711,7 +750,9 @@ static int loop(struct daemon *d)
 		if (ret < 0)
 			return ret;
 		poll_now = ret;
-		serve_legacy(d);
+		ret = serve_legacy(d);
+		if (ret)
+			return ret;
 	}
 }
 

@@ -69,6 +69,9 @@ static void *doorbell_main(void *arg)
 		if (!rate_limit_take(&limit, now)) {
 			struct timespec ts;
 
+			/* Rings come faster than we serve them: the main loop follows (daemon.c).
+			 */
+			__atomic_store_n(&d->saturated, 1, __ATOMIC_RELAXED);
 			next = rate_limit_next(&limit, now);
 			ts.tv_sec = (time_t)(next / 1000000000ULL);
 			ts.tv_nsec = (long)(next % 1000000000ULL);

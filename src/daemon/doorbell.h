@@ -22,6 +22,7 @@ struct doorbell {
 	bool started;
 	volatile int stop;
 	volatile uint32_t tid; /* global tid, once registered */
+	uint32_t saturated; /* __atomic: it sat out a rate-limit gap since the main loop looked */
 	int start_err;
 };
 

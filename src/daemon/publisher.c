@@ -164,8 +164,14 @@ long publisher_count_legacy(struct publisher *p, uint64_t max_cpus)
 	long ours = count_u32((const uint32_t *)&h->doorbell + 1);
 	long n = count_word(&h->last_interrupt_ns) + count_word(&h->last_interrupt_vtime) - ours;
 
-	if (ours || max_cpus == 0)
-		return n > 0 ? n : 0;
+	/*
+	 * A marked sleeper is on a global word too (lib/wait.c): the difference is exact for
+	 * those words, give or take the instants between the counts.  Per-CPU words carry no
+	 * mark, so every sleeper there counts (barrierd_wait_cpus() included: a cost, never a
+	 * missed client).
+	 */
+	if (n < 0)
+		n = 0;
 	if (max_cpus > p->ncpu)
 		max_cpus = p->ncpu;
 	for (uint64_t i = 0; i < max_cpus; i++) {
@@ -174,7 +180,7 @@ long publisher_count_legacy(struct publisher *p, uint64_t max_cpus)
 		n += count_word(&h->per_cpu[c].last_interrupt_ns);
 		n += count_word(&h->per_cpu[c].last_interrupt_vtime);
 	}
-	return n > 0 ? n : 0;
+	return n;
 }
 
 int publisher_verify(struct publisher *p)
@@ -501,31 +507,58 @@ static uint64_t fenced_now(void)
 	return bd_mono_ns();
 }
 
-void publisher_raise(struct publisher *p, uint64_t h)
+int publisher_raise(struct publisher *p, uint64_t h)
 {
+	int ret;
+
 	if (h <= p->horizon)
-		return;
+		return 0;
+	/*
+	 * Checked before we store (DESIGN rule 10), as a pass does: our vtime store would
+	 * otherwise overwrite a foreign writer's, and the next check would find nothing to stop on.
+	 */
+	ret = publisher_check(p);
+	if (ret)
+		return ret;
 	p->horizon = h;
 	/* DESIGN rule 4's order, as in a pass: an event after the handshake carries a newer vtime.
 	 */
 	advance_vtime(p);
 	(void)watermark_handshake(p); /* a moved stamp is folded by the pass the ring asks for */
+	return 0;
 }
 
-bool publisher_owed(const struct publisher *p, int here)
+bool publisher_owed(const struct publisher *p, int here, uint64_t now, uint64_t silent_ns)
 {
 	if (p->g_ns > p->horizon)
 		return false;
 	for (uint64_t c = 0; c < p->ncpu; c++) {
 		const struct barrierd_slot *s = &p->slots[c];
+		uint64_t st;
 
 		if (p->ns[c] > p->horizon || !p->online[c] || (int)c == here)
 			continue;
-		if (__atomic_load_n(&s->stamp, __ATOMIC_ACQUIRE) > p->horizon)
+		st = __atomic_load_n(&s->stamp, __ATOMIC_ACQUIRE);
+		if (st > p->horizon)
 			continue;
 		if (__atomic_load_n(&s->idle, __ATOMIC_ACQUIRE) == BARRIERD_SLOT_IDLE)
 			continue;
+		/* Silent that long, it runs without ticks (nohz_full): waiting for it is futile. */
+		if (st + silent_ns < now)
+			continue;
 		return true;
+	}
+	return false;
+}
+
+bool publisher_credit_needed(const struct publisher *p, int here)
+{
+	for (uint64_t c = 0; c < p->ncpu; c++) {
+		if (p->ns[c] > p->horizon)
+			continue;
+		if ((int)c == here || p->state[c] == BARRIERD_CPU_IDLE ||
+		    p->state[c] == BARRIERD_CPU_OFFLINE || p->state[c] == BARRIERD_CPU_DAEMON)
+			return true;
 	}
 	return false;
 }

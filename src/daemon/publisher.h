@@ -87,25 +87,33 @@ void publisher_set_armed(struct publisher *p, bool armed);
 
 /*
  * Raise the horizon to h (a ring's time, or the time sleepers were found), outside a pass:
- * vtime advances (a vtime waiter's next event must carry a newer one), then the watermark
- * handshake runs, then ext.horizon_ns is published.
+ * check the file (a foreign writer's words are never overwritten), advance vtime (a vtime
+ * waiter's next event must carry a newer one), run the watermark handshake, publish
+ * ext.horizon_ns.  0, or -EBUSY (another writer: stop as a pass would).
  */
-void publisher_raise(struct publisher *p, uint64_t h);
+int publisher_raise(struct publisher *p, uint64_t h);
 
 /*
  * Does a CPU still owe evidence past the horizon that only its own next event can bring: at
- * or below it in the file and in its slot, not idle, online, and not the CPU `here` (a credit
- * pass there credits it)?  Loads only.  A credit pass waits for these (it would not complete
- * the horizon's barriers), and every one of them signals when its event comes.
+ * or below it in the file and in its slot, not idle, online, not the CPU `here` (a credit
+ * pass there credits it), and heard from within silent_ns of now (one silent longer runs
+ * without ticks and may never signal)?  Loads only.  A credit pass waits for these (it would
+ * not complete the horizon's barriers), and every one of them signals when its event comes.
  */
-bool publisher_owed(const struct publisher *p, int here);
+bool publisher_owed(const struct publisher *p, int here, uint64_t now, uint64_t silent_ns);
+
+/*
+ * Would a credit pass on CPU `here` move a CPU at or below the horizon: one published idle,
+ * offline or the daemon's, or `here` itself (DESIGN rule 7)?  Else a fold does as well.
+ */
+bool publisher_credit_needed(const struct publisher *p, int here);
 
 /*
  * How many threads sleep on the file's words without being libbarrierd's (which also queue on
- * the doorbell's high half): the global words, and, if no libbarrierd client sleeps, up to
- * max_cpus per-CPU words (rotating).  Counted with FUTEX_CMP_REQUEUE onto the same word:
- * nobody is woken.  An estimate (the counts are not taken at one instant); it only decides
- * when to follow.
+ * the doorbell's high half when they sleep on a global word): the global words' sleepers less
+ * the marked ones, plus every sleeper on up to max_cpus per-CPU words (rotating).  Counted with
+ * FUTEX_CMP_REQUEUE onto the same word: nobody is woken.  An estimate (the counts are not taken at
+ * one instant); it only decides when to follow.
  */
 long publisher_count_legacy(struct publisher *p, uint64_t max_cpus);
 
