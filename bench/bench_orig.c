@@ -9,7 +9,9 @@
  *   bench_orig STATE_PATH ROUNDS CONDITION CSV
  *
  * The wait is the original clients' one: fenced clock stamp, FUTEX_WAIT on the global word's low
- * half (50 ms timeout, re-check of all 64 bits).  CSV rows: condition,method,index,latency_ns
+ * half (50 ms timeout, re-check of all 64 bits).  Every call follows a random sleep of 0-10 ms,
+ * so that none starts right after the other method's call or in step with the tick.
+ * CSV rows: condition,method,index,latency_ns
  */
 #include "bench_common.h"
 
@@ -39,6 +41,19 @@ static int orig_barrier(const struct orig_map *m)
 	}
 }
 
+/* A random 0-10 ms sleep (xorshift64*): spread, not unpredictable. */
+static void random_gap(void)
+{
+	static uint64_t x;
+
+	if (!x)
+		x = bd_mono_ns() | 1;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	bench_sleep_ns((x * 2685821657736338717ULL) % (10 * BENCH_MS + 1));
+}
+
 int main(int argc, char **argv)
 {
 	const struct orig_map *m;
@@ -59,8 +74,10 @@ int main(int argc, char **argv)
 	if (!csv)
 		return 1;
 	for (uint64_t i = 0; i < n; i++) {
-		uint64_t t0 = bd_mono_ns(), t1;
+		uint64_t t0, t1;
 
+		random_gap();
+		t0 = bd_mono_ns();
 		if (orig_barrier(m)) {
 			fprintf(stderr, "bench_orig: round %llu: no barrier within 5 s\n",
 				(unsigned long long)i);
@@ -69,6 +86,7 @@ int main(int argc, char **argv)
 		t1 = bd_mono_ns();
 		fprintf(csv, "%s,original-layout,%llu,%llu\n", argv[3], (unsigned long long)i,
 			(unsigned long long)(t1 - t0));
+		random_gap();
 		t0 = bd_mono_ns();
 		if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0)) {
 			fprintf(stderr, "bench_orig: membarrier: %s\n", strerror(errno));

@@ -27,7 +27,24 @@
 #   6 bpf        BPF cost per hit per program and tracepoint against a baseline program, each
 #                alone in rotating windows (kernel.bpf_stats_enabled=1 for this section only)
 #   7 model      the daemon's per-pass cost against ncpu (1..4096) on simulated slot arrays
+#   8 overshoot  how far past its timeout a wait that cannot pass returns
+#   9 legacy     a client of the original layout (10 ms futex waits on the ns and vtime words,
+#                random 0-100 ms gaps, no doorbell) against membarrier GLOBAL, a nice-10 spinner
+#                on one CPU: unpinned; client and daemon pinned to the first CPU with the
+#                spinner on the second; the same with the second CPU idle
+#   10 pinned    the loaded headline: barrierd, vtime and membarrier GLOBAL with the waiter and
+#                the daemon pinned to the first CPU and a nice-19 spinner on every other CPU,
+#                beside the unpinned loaded run (--load), blocks alternating; report.sh projects
+#                the pinned per-CPU wait to 8, 64 and 256 CPUs
+#   11 cost      daemon CPU, passes, doorbell rings and ring-buffer signals per barrier for a
+#                waiter doing 100 barriers/s, idle and loaded, pinned and unpinned, and the idle
+#                machine with no waiter
 # BENCH_SECTIONS="1 2 ..." runs a subset (for development; a full run is all of them).
+# BENCH_REPS=N repeats sections 9-11 N times (default 1), the configurations rotating, for
+# ranges; /proc/loadavg and the machine's busy share are recorded before each measurement
+# (loadavg.csv); BENCH_WAIT_QUIET=1 first waits for a quiet machine (under 10 % busy).
+#   BENCH_SECTIONS="9 10 11" BENCH_REPS=3 BENCH_WAIT_QUIET=1 bench/run.sh build
+#                the issue-15 cases alone (about 15 minutes on 2 CPUs; BENCH_QUICK=1: 3)
 set -euo pipefail
 
 die() {
@@ -42,7 +59,7 @@ build_arg=${1:-build}
 build=$(cd "$build_arg" && pwd)
 for f in src/barrierd src/barrierctl bench/bench_notify bench/bench_ipi bench/bench_waiters \
 	bench/bench_util bench/bench_flood bench/bench_orig bench/bench_getpid bench/bench_bpf \
-	bench/bench_model bench/bench_overshoot; do
+	bench/bench_model bench/bench_overshoot bench/bench_legacy; do
 	[ -x "$build/$f" ] || die "$build/$f is missing: build the tree first (cmake --build $build_arg)"
 done
 for t in taskset setpriv od awk sort nice; do
@@ -50,7 +67,8 @@ for t in taskset setpriv od awk sort nice; do
 done
 
 quick=${BENCH_QUICK:-0}
-sections=${BENCH_SECTIONS:-1 2 3 4 5 6 7 8}
+sections=${BENCH_SECTIONS:-1 2 3 4 5 6 7 8 9 10 11}
+reps=${BENCH_REPS:-1}
 scale() { # full quick
 	if [ "$quick" = 1 ]; then echo "$2"; else echo "$1"; fi
 }
@@ -185,6 +203,46 @@ ext_off() {
 	rd64 "$state" 120
 }
 
+# The machine's busy share over one second, from /proc/stat (all CPUs: 100 = every CPU busy).
+busy_now() {
+	local s0
+	s0=$(machine_stat)
+	sleep 1
+	machine_busy_pct "$s0" "$(machine_stat)" | cut -d' ' -f1
+}
+
+# /proc/loadavg and the busy share of the last second before a measurement (other sessions'
+# builds are the noise to know about).  With BENCH_WAIT_QUIET=1, first wait (at most 10 min)
+# until a second passes with the machine under 10 % busy; call it before starting spinners.
+note_load() { # SECTION CONFIG REP
+	local b i
+	b=$(busy_now)
+	if [ "${BENCH_WAIT_QUIET:-0}" = 1 ]; then
+		for i in $(seq 600); do
+			awk -v b="$b" 'BEGIN {exit !(b < 10)}' && break
+			[ "$i" = 1 ] && log "waiting for a quiet machine (busy $b %)"
+			b=$(busy_now)
+		done
+	fi
+	echo "$1,$2,$3,$(date +%s),$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' ,),$b" >>"$out/loadavg.csv"
+}
+
+# A spinner pinned on CPU at a nice level, its PID in spin_pids (stop_spinners ends it).
+spin_on() { # CPU NICE
+	taskset -c "$1" nice -n "$2" sh -c 'while :; do :; done' &
+	spin_pids+=($!)
+}
+
+# Rotate a list by N places: each repetition starts with a different configuration.
+rotate() { # N words...
+	local n=$1
+	shift
+	local a=("$@") i k=$#
+	for ((i = 0; i < k; i++)); do
+		printf '%s ' "${a[$(((i + n) % k))]}"
+	done
+}
+
 # What else runs: recorded at the start and the end of the run (noise).
 snapshot_machine() { # LABEL
 	{
@@ -208,10 +266,14 @@ snapshot_machine() { # LABEL
 		echo "config: $(zcat /proc/config.gz | grep -E '^CONFIG_(HZ|NO_HZ_IDLE|NO_HZ_FULL|PREEMPT_DYNAMIC|PREEMPT_RCU|RCU_LAZY)=' | paste -sd' ' -)"
 	fi
 	echo "clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+	# Without skew_tick=1 every CPU's tick fires at the same moment (the projection's "aligned").
+	echo "skew_tick: $(grep -o 'skew_tick=[0-9]*' /proc/cmdline || echo 'not set (default 0: ticks aligned)')"
 	echo "build: $build"
 	echo "commit: $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$src" diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
 	echo "quick: $quick"
+	echo "repetitions (sections 9-11): $reps"
 } >"$out/machine.txt"
+echo "section,config,rep,unix_s,load1,load5,load15,busy_pct_1s" >"$out/loadavg.csv"
 : >"$out/noise.txt"
 snapshot_machine start
 log "results in $out"
@@ -236,7 +298,7 @@ if want 1; then
 			s0=$(machine_stat)
 			load_opt=()
 			[ "$cond" = loaded ] && load_opt=(--load)
-			"$build/src/barrierctl" bench --state "$state" -n "$rounds" "${load_opt[@]}" \
+			"$build/src/barrierctl" bench --state "$state" -n "$rounds" --gap 10 "${load_opt[@]}" \
 				--csv "$tmp/bench.csv" >>"$out/barrierctl.txt"
 			awk -v c="$cond" -v b="$b" -F, 'NR > 1 {print c "," b "," $0}' "$tmp/bench.csv" \
 				>>"$out/latency.csv"
@@ -377,7 +439,7 @@ cpu_window() { # NAME SECONDS RATE_CAP [command...]
 	s1=$(machine_stat)
 	read -r g1 e1 < <(slot_counts)
 	echo "$name,$cap,$t0,$t1,$c0,$c1,$((p1 - p0)),$((cp1 - cp0)),$((r1 - r0)),$(machine_busy_pct "$s0" "$s1" | tr ' ' ,),$((g1 - g0)),$((e1 - e0)),$extra" \
-		>>"$out/daemon_cpu.csv"
+		>>"${cpu_csv:-$out/daemon_cpu.csv}"
 	log "daemon CPU, $name: $(awk -v a="$c0" -v b="$c1" -v t="$t0" -v u="$t1" 'BEGIN {printf "%.4f %%", 100 * (b - a) / (u - t)}')"
 }
 
@@ -546,6 +608,122 @@ if want 8; then
 	# runnable threads.  The library never sleeps past a deadline; this is the scheduler's part.
 	log "wait overshoot past the timeout: live and stale daemon, quiet and 1000 runnable threads"
 	"$build/bench/bench_overshoot" "$(scale 200 40)" "$out/overshoot.csv" >"$out/overshoot.md"
+fi
+
+# ---- 9: a client of the original layout -------------------------------------------------------------
+
+if want 9; then
+	first=$(echo "$cpus" | sed -n 1p)
+	second=$(echo "$cpus" | sed -n 2p)
+	secs=$(scale 40 10)
+	rm -f "$out/legacy.csv"
+	for r in $(seq "$reps"); do
+		for cfg in $(rotate $((r - 1)) unpinned pinned-busy1 pinned-idle1); do
+			case $cfg in
+			unpinned) taskset -a -p -c "$all_cpus" "$daemon_pid" >/dev/null ;;
+			*) taskset -a -p -c "$first" "$daemon_pid" >/dev/null ;;
+			esac
+			# The client never rings: start each configuration from a disarmed daemon.
+			wait_disarmed
+			note_load legacy "$cfg" "$r"
+			[ "$cfg" = pinned-idle1 ] || spin_on "$second" 10
+			log "legacy client, $cfg, repetition $r/$reps: $secs s (load $(cut -d' ' -f1 /proc/loadavg))"
+			s0=$(machine_stat)
+			pin=()
+			[ "$cfg" = unpinned ] || pin=(taskset -c "$first")
+			"${pin[@]}" "$build/bench/bench_legacy" "$state" "$secs" "$cfg" "$r" \
+				"$out/legacy.csv" | tee -a "$out/run.log"
+			echo "legacy,$cfg,$r,$(machine_busy_pct "$s0" "$(machine_stat)" | tr ' ' ,)" >>"$out/machine_load.csv"
+			stop_spinners
+		done
+	done
+	taskset -a -p -c "$all_cpus" "$daemon_pid" >/dev/null
+fi
+
+# ---- 10: the loaded headline, pinned, beside the unpinned figure -----------------------------------
+
+if want 10; then
+	first=$(echo "$cpus" | sed -n 1p)
+	n=$(scale 1000 150)
+	echo "config,rep,method,index,latency_ns,cal,res,iwi,tlb" >"$out/pinned.csv"
+	for r in $(seq "$reps"); do
+		for cfg in $(rotate $((r - 1)) pinned unpinned); do
+			note_load pinned "$cfg" "$r"
+			log "loaded latency, $cfg, repetition $r/$reps: $n rounds (load $(cut -d' ' -f1 /proc/loadavg))"
+			s0=$(machine_stat)
+			if [ "$cfg" = pinned ]; then
+				# What every CPU but the waiter's and the daemon's sees on a larger machine: a
+				# busy CPU whose evidence is its own next event, not the daemon's wake-ups.
+				taskset -a -p -c "$first" "$daemon_pid" >/dev/null
+				for c in $cpus; do
+					[ "$c" = "$first" ] || spin_on "$c" 19
+				done
+				taskset -c "$first" "$build/src/barrierctl" bench --state "$state" -n "$n" \
+					-m barrierd,vtime,membarrier-global --gap 10 --csv "$tmp/bench.csv" \
+					>>"$out/barrierctl.txt"
+				stop_spinners
+				taskset -a -p -c "$all_cpus" "$daemon_pid" >/dev/null
+			else
+				"$build/src/barrierctl" bench --state "$state" -n "$n" --load \
+					-m barrierd,vtime,membarrier-global --gap 10 --csv "$tmp/bench.csv" \
+					>>"$out/barrierctl.txt"
+			fi
+			awk -v c="$cfg" -v r="$r" -F, 'NR > 1 {print c "," r "," $0}' "$tmp/bench.csv" >>"$out/pinned.csv"
+			echo "pinned,$cfg,$r,$(machine_busy_pct "$s0" "$(machine_stat)" | tr ' ' ,)" >>"$out/machine_load.csv"
+		done
+	done
+fi
+
+# ---- 11: what a waiter doing 100 barriers/s costs the daemon ---------------------------------------
+
+if want 11; then
+	first=$(echo "$cpus" | sed -n 1p)
+	secs=$(scale 15 5)
+	idle_secs=$(scale 30 10)
+	cpu_csv=$out/cost.csv
+	echo "window,max_credit_rate,t0_ns,t1_ns,cpu0_ns,cpu1_ns,passes,credit_passes,rings,machine_busy_pct,machine_steal_pct,signals,events,client,rep,busy_cpus" \
+		>"$cpu_csv"
+	for r in $(seq "$reps"); do
+		for cfg in $(rotate $((r - 1)) idle-no-waiter idle-unpinned idle-pinned loaded-unpinned loaded-pinned); do
+			busy=0
+			case $cfg in
+			*-pinned)
+				taskset -a -p -c "$first" "$daemon_pid" >/dev/null
+				pin=(taskset -c "$first")
+				;;
+			*)
+				taskset -a -p -c "$all_cpus" "$daemon_pid" >/dev/null
+				pin=()
+				;;
+			esac
+			note_load cost "$cfg" "$r"
+			case $cfg in
+			loaded-unpinned)
+				start_spinners
+				busy=$ncpu
+				;;
+			loaded-pinned)
+				for c in $cpus; do
+					[ "$c" = "$first" ] || spin_on "$c" 19
+				done
+				busy=$((ncpu - 1))
+				;;
+			esac
+			wait_disarmed
+			sleep 1
+			log "daemon cost, $cfg, repetition $r/$reps (load $(cut -d' ' -f1 /proc/loadavg))"
+			if [ "$cfg" = idle-no-waiter ]; then
+				cpu_window "$cfg" "$idle_secs" 1000
+			else
+				cpu_window "$cfg" "$secs" 1000 "${pin[@]}" "$build/bench/bench_util" loop "$state" "$secs" 100
+			fi
+			# The window's row gets its repetition and the busy CPUs (the ones that may lag).
+			sed -i '$ s/$/,'"$r,$busy"'/' "$cpu_csv"
+			stop_spinners
+		done
+	done
+	taskset -a -p -c "$all_cpus" "$daemon_pid" >/dev/null
+	unset cpu_csv
 fi
 
 stop_daemon

@@ -42,6 +42,7 @@ struct bctl_opts {
 	uint64_t rounds;
 	unsigned methods; /* bench: bit per enum barrier_method (barrier_method.h); 0 = all */
 	bool load;
+	uint64_t gap_ns; /* bench: the longest random sleep before a call; 0 = back to back */
 	const char *csv;
 };
 

@@ -26,6 +26,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 enum method_status { M_UNUSED, M_RUNNING, M_UNAVAILABLE, M_FAILED };
@@ -52,6 +53,8 @@ struct bench {
 
 	/* /proc/interrupts */
 	struct proc_interrupts irqs;
+
+	uint64_t rng; /* --gap's random sleeps (xorshift64*) */
 };
 
 static void unavailable(struct method *m, const char *what, int err, const char *suffix)
@@ -254,9 +257,10 @@ static void print_results(struct bench *bn, bool ipi_ok, uint64_t rounds_done)
 		if (CPU_ISSET(cpu, &bn->allowed) && cpu != bn->caller_cpu)
 			used += (size_t)snprintf(sibs + used, sizeof(sibs) - used, "%s%d",
 						 used ? "," : "", cpu);
-	printf("barrierctl bench: %llu of %llu rounds, methods interleaved round-robin; caller on "
-	       "CPU %d, %s%s; %s\n",
-	       (unsigned long long)rounds_done, (unsigned long long)bn->o->rounds, bn->caller_cpu,
+	printf("barrierctl bench: %llu of %llu rounds, methods interleaved round-robin, a random "
+	       "0-%llu ms gap before each call; caller on CPU %d, %s%s; %s\n",
+	       (unsigned long long)rounds_done, (unsigned long long)bn->o->rounds,
+	       (unsigned long long)(bn->o->gap_ns / BCTL_MS), bn->caller_cpu,
 	       bn->sib.started ? "sibling threads on CPU " : "no sibling threads", sibs,
 	       bn->nspin ? "loaded (a nice-19 spinner on every CPU)" : "no load");
 	printf("%-18s %7s %10s %10s %10s %10s %10s %9s %9s %9s %9s\n", "method", "calls", "min_us",
@@ -391,11 +395,41 @@ static int bench_setup(struct bench *bn, unsigned mask)
 	return 0;
 }
 
+/* ---- the gap before a call ---- */
+
+static uint64_t gap_rand(struct bench *bn)
+{
+	bn->rng ^= bn->rng >> 12;
+	bn->rng ^= bn->rng << 25;
+	bn->rng ^= bn->rng >> 27;
+	return bn->rng * 2685821657736338717ULL;
+}
+
+/*
+ * Sleep a uniformly random 0..--gap before a call: a call right after another method's would
+ * find the other CPUs just woken by its IPIs (still in halt polling on a VM), and calls back
+ * to back fall into step with the tick, so either would measure the previous call as much as
+ * this one.  A stop signal ends the sleep (no SA_RESTART).
+ */
+static void gap_sleep(struct bench *bn)
+{
+	uint64_t ns;
+	struct timespec ts;
+
+	if (!bn->o->gap_ns)
+		return;
+	ns = gap_rand(bn) % (bn->o->gap_ns + 1);
+	ts.tv_sec = (time_t)(ns / BCTL_SEC);
+	ts.tv_nsec = (long)(ns % BCTL_SEC);
+	nanosleep(&ts, NULL);
+}
+
 /* The rounds: one call of each running method per round, until done or a stop signal. */
 static uint64_t bench_rounds(struct bench *bn, bool *ipi_ok)
 {
 	uint64_t rounds_done = 0, before[IPI_KINDS], after[IPI_KINDS];
 
+	bn->rng = bd_mono_ns() | 1;
 	*ipi_ok = proc_interrupts_sum(&bn->irqs, before) == 0;
 	for (uint64_t r = 0; r < bn->o->rounds && !bctl_stop_signal; r++) {
 		for (int i = 0; i < BM_COUNT && !bctl_stop_signal; i++) {
@@ -412,6 +446,9 @@ static uint64_t bench_rounds(struct bench *bn, bool *ipi_ok)
 					 "the sibling threads did not respond: %s", strerror(-ret));
 				continue;
 			}
+			gap_sleep(bn);
+			if (bctl_stop_signal)
+				break;
 			if (*ipi_ok)
 				*ipi_ok = proc_interrupts_sum(&bn->irqs, before) == 0;
 			t0 = bd_mono_ns();

@@ -50,6 +50,9 @@ static const char usage_text[] =
     "                          list (default: all): barrierd, vtime, membarrier-global,\n"
     "                          private-expedited, mprotect, global-expedited\n"
     "      --load              run a nice-19 spinner process on every CPU during the run\n"
+    "      --gap MS            sleep a random 0 to MS milliseconds before every call, so\n"
+    "                          that no call follows another's IPIs or the tick phase of the\n"
+    "                          previous call (0 to 10000; default 10; 0: back to back)\n"
     "      --csv FILE          write one row per call to FILE\n"
     "\n"
     "Exit status:\n"
@@ -135,6 +138,7 @@ enum opt_id {
 	OPT_TIMEOUT,
 	OPT_LOAD,
 	OPT_CSV,
+	OPT_GAP,
 };
 
 #define C(x) (1u << CMD_##x)
@@ -149,7 +153,7 @@ static const struct {
     {OPT_VERSION, ALL_CMDS},  {OPT_JSON, C(STATUS)},	   {OPT_LAG, C(STATUS) | C(WATCH)},
     {OPT_INTERVAL, C(WATCH)}, {OPT_COUNT, C(WATCH)},	   {OPT_TIMEOUT, C(WAIT)},
     {OPT_N, C(BENCH)},	      {OPT_METHOD, C(BENCH)},	   {OPT_LOAD, C(BENCH)},
-    {OPT_CSV, C(BENCH)},
+    {OPT_CSV, C(BENCH)},      {OPT_GAP, C(BENCH)},
 };
 
 static int opt_allowed(int id, enum cmd cmd)
@@ -182,6 +186,7 @@ static int parse_opts(enum cmd cmd, int argc, char **argv, struct bctl_opts *o, 
 	    {"method", required_argument, NULL, OPT_METHOD},
 	    {"load", no_argument, NULL, OPT_LOAD},
 	    {"csv", required_argument, NULL, OPT_CSV},
+	    {"gap", required_argument, NULL, OPT_GAP},
 	    {0},
 	};
 	uint64_t v;
@@ -192,6 +197,7 @@ static int parse_opts(enum cmd cmd, int argc, char **argv, struct bctl_opts *o, 
 	o->timeout_ns = 5000 * (int64_t)BCTL_MS;
 	o->interval_ns = 1000 * BCTL_MS;
 	o->rounds = 200;
+	o->gap_ns = 10 * BCTL_MS;
 
 	optind = 0; /* glibc: a full reset of getopt's state */
 	opterr = 0;
@@ -298,6 +304,12 @@ static int parse_opts(enum cmd cmd, int argc, char **argv, struct bctl_opts *o, 
 			break;
 		case OPT_LOAD:
 			o->load = true;
+			break;
+		case OPT_GAP:
+			if (parse_num(cmd_names[cmd], "--gap", "milliseconds", optarg, 0, 10000, &v,
+				      err, errlen))
+				return -EINVAL;
+			o->gap_ns = v * BCTL_MS;
 			break;
 		case OPT_CSV:
 			if (!*optarg) {

@@ -124,6 +124,8 @@ static void usage_errors(void **state)
 	    {"bench", "--method", "barrierd,", NULL},
 	    {"bench", "--method", "", NULL},
 	    {"bench", "--csv", NULL},
+	    {"bench", "--gap", "10001", NULL},
+	    {"bench", "--gap", "-1", NULL},
 	    {"help", "status", NULL},
 	};
 
