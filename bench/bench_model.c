@@ -114,7 +114,7 @@ static int run_ncpu(const char *dir, uint64_t ncpu, FILE *csv)
 			prepare(&p, slots, ncpu, s, n);
 			t0 = bd_mono_ns();
 			if (s == S_PROBE) {
-				publisher_count_legacy(&p, 64);
+				publisher_count_legacy(&p, 64, NULL);
 				ret = 0;
 			} else {
 				ret = publisher_pass(&p, s == S_CREDIT, &again);

@@ -525,8 +525,19 @@ static int on_tick(struct daemon *d, bool *beat)
 	 */
 	if (now >= d->next_probe_ns) {
 		d->next_probe_ns = now + d->o->heartbeat_period_ns;
-		if (publisher_count_legacy(&d->pub, PROBE_CPUS) > 0)
+		long global;
+
+		if (publisher_count_legacy(&d->pub, PROBE_CPUS, &global) > 0)
 			arm(d, now);
+		/*
+		 * Anyone can queue on the mark and so hide an original-layout sleeper from the
+		 * count.  Whoever sleeps on a global word while an idle CPU has held the global
+		 * value back for a whole period gets a credit pass at the heartbeat: a library
+		 * client would have rung for it long before, so this costs nothing otherwise.
+		 */
+		if (global > 0 &&
+		    publisher_idle_holds_back(&d->pub, now, d->o->heartbeat_period_ns))
+			ask_credit(d, now);
 		*beat = true;
 	}
 	if (d->pub.armed && now >= d->armed_until && !d->o->always_armed)
@@ -624,7 +635,7 @@ static int serve_legacy(struct daemon *d)
 	uint64_t now;
 	int ret;
 
-	if (!d->pub.armed || publisher_count_legacy(&d->pub, 0) == 0)
+	if (!d->pub.armed || publisher_count_legacy(&d->pub, 0, NULL) == 0)
 		return 0;
 	now = bd_mono_ns();
 	d->armed_until = now + ARM_HOLD_NS;

@@ -157,12 +157,16 @@ static long count_word(uint64_t *word)
 	return count_u32((const uint32_t *)word); /* the low half: x86 is little-endian */
 }
 
-long publisher_count_legacy(struct publisher *p, uint64_t max_cpus)
+long publisher_count_legacy(struct publisher *p, uint64_t max_cpus, long *global)
 {
 	struct barrierd_header *h = p->sf->hdr;
 	/* libbarrierd's sleepers queue on the doorbell's high half too (lib/wait.c, sleep_on). */
 	long ours = count_u32((const uint32_t *)&h->doorbell + 1);
-	long n = count_word(&h->last_interrupt_ns) + count_word(&h->last_interrupt_vtime) - ours;
+	long all = count_word(&h->last_interrupt_ns) + count_word(&h->last_interrupt_vtime);
+	long n = all - ours;
+
+	if (global)
+		*global = all;
 
 	/*
 	 * A marked sleeper is on a global word too (lib/wait.c): the difference is exact for

@@ -115,7 +115,7 @@ bool publisher_credit_needed(const struct publisher *p, int here);
  * FUTEX_CMP_REQUEUE onto the same word: nobody is woken.  An estimate (the counts are not taken at
  * one instant); it only decides when to follow.
  */
-long publisher_count_legacy(struct publisher *p, uint64_t max_cpus);
+long publisher_count_legacy(struct publisher *p, uint64_t max_cpus, long *global);
 
 /* Every per-CPU word still what we wrote?  0, or -EBUSY (another writer). */
 int publisher_verify(struct publisher *p);

@@ -13,6 +13,8 @@
 
 #include "harness.h"
 
+#include <linux/futex.h>
+
 #define NOBODY 65534
 
 /* A read-write shared mapping of the state file: the foreign (root) writer's view. */
@@ -672,7 +674,8 @@ static void state_file_ownership_refused(void **state)
 static void foreign_write_to_owned_words(void **state)
 {
 	uint64_t ncpu = test_possible_cpus();
-	const char *what[] = {"heartbeat_period_ns", "stop_ns", "ncpu", "generation"};
+	const char *what[] = {"heartbeat_period_ns", "stop_ns",	  "ncpu", "generation",
+			      "vtime, then a ring",  "horizon_ns"};
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(what) / sizeof(what[0]); i++) {
@@ -690,8 +693,19 @@ static void foreign_write_to_owned_words(void **state)
 			bd_store(&test_ext_of(w, ncpu)->stop_ns, 1ULL << 62);
 		else if (i == 2)
 			bd_store(&w->ncpu, ncpu - 1);
-		else
+		else if (i == 3)
 			bd_store(&w->generation, bd_load(&w->generation) + 1);
+		else if (i == 5)
+			bd_store(&test_ext_of(w, ncpu)->horizon_ns, 1ULL << 62);
+		else {
+			/*
+			 * A ring raises the horizon outside a pass, storing vtime: it must check
+			 * the file first, or it overwrites the foreign vtime and nothing is left
+			 * for the next check to find.
+			 */
+			bd_store(&w->vtime, bd_load(&w->vtime) - 1);
+			syscall(SYS_futex, &w->doorbell, FUTEX_WAKE, 1, NULL, NULL, 0);
+		}
 		mark = h_log_mark(&H);
 		assert_int_equal(kill(H.pid, SIGCONT), 0);
 		st = wait_exit(b, 10);
