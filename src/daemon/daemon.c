@@ -625,20 +625,23 @@ static bool take_credit(struct daemon *d, bool *fold)
 }
 
 /*
- * After a pass while following: does a client that cannot ring sleep on the file?  Then keep
- * following, and treat it as a ring: the horizon moves past its stamp, and if an idle, offline
- * or the daemon's CPU holds the global value back, a credit pass is asked for (idle CPUs of a
- * big machine would otherwise wait for the slow idle-credit timer).
+ * After a pass while following: did a client that cannot ring sleep on the file (counted in the
+ * pass, before its wakes)?  Then keep following, and treat it as a ring: the horizon moves past its
+ * stamp, and if an idle, offline or the daemon's CPU holds the global value back, a credit pass is
+ * asked for (idle CPUs of a big machine would otherwise wait for the slow idle-credit timer).
  */
 static int serve_legacy(struct daemon *d)
 {
 	uint64_t now;
 	int ret;
 
-	if (!d->pub.armed || publisher_count_legacy(&d->pub, 0, NULL) == 0)
+	if (!d->pub.armed || d->pub.legacy == 0)
 		return 0;
 	now = bd_mono_ns();
 	d->armed_until = now + ARM_HOLD_NS;
+	/* Still asleep after the pass's wakes: its barrier is not complete yet. */
+	if (publisher_count_legacy(&d->pub, 0, NULL) == 0)
+		return 0;
 	ret = publisher_raise(&d->pub, now);
 	if (ret) {
 		foreign_or_fault(d);

@@ -600,6 +600,11 @@ int publisher_pass(struct publisher *p, bool credit, bool *again)
 	 * that nobody needs.
 	 */
 	*again = watermark_handshake(p);
+	/*
+	 * Following, count the sleepers that cannot ring before the wakes: a pass that completes
+	 * their barrier wakes them, and counted after it they would never be seen at all.
+	 */
+	p->legacy = p->armed ? publisher_count_legacy(p, 0, NULL) : 0;
 	wake_changed(p, &f);
 	log_debug("pass%s: global ns %llu vtime %llu (min cpu %llu), horizon %llu",
 		  credit ? " (credit)" : "", (unsigned long long)p->g_ns,

@@ -45,6 +45,7 @@ struct publisher {
 	uint64_t horizon;
 	uint64_t horizon_pub; /* what ext.horizon_ns holds */
 	bool armed;	      /* following: the horizon moves to the end of every pass */
+	long legacy;	      /* following: sleepers that cannot ring, counted in the latest pass */
 	uint64_t probe_next;  /* next per-CPU word to probe for waiters */
 	/*
 	 * The other words only we write (publisher_seal): layout, identity, liveness and the
