@@ -455,19 +455,22 @@ static int run_pass(struct daemon *d, bool credit)
 
 /*
  * A client rang the doorbell: count the rings, raise the horizon, ask for a credit pass.  The
- * ringer stamped before it rang, so a clock reading taken after the drain is later than every
- * stamp a ring heard here can carry: that is the horizon.  The credit pass reads r after the
- * drain too (DESIGN 4.2).
+ * ringer stamped before it rang, and the doorbell thread read its clock when the ring woke it:
+ * every stamp of a ring drained here is earlier than the latest such reading, which is the
+ * horizon (a later one would ask for events the ringers do not need: a CPU that passed their
+ * stamps just before it would be waited for).  The credit pass reads r after the drain
+ * (DESIGN 4.2).
  */
 static int on_doorbell(struct daemon *d)
 {
-	uint64_t v, now;
+	uint64_t v, now, woke;
 	int ret;
 
 	if (read(d->bell.efd, &v, sizeof(v)) == sizeof(v))
 		bd_store(&d->sf.ext->doorbell_rings, bd_load(&d->sf.ext->doorbell_rings) + v);
 	now = bd_mono_ns();
-	ret = publisher_raise(&d->pub, now);
+	woke = __atomic_load_n(&d->bell.woke_ns, __ATOMIC_ACQUIRE);
+	ret = publisher_raise(&d->pub, woke && woke < now ? woke : now);
 	if (ret) {
 		foreign_or_fault(d);
 		return ret;

@@ -56,6 +56,13 @@ static void *doorbell_main(void *arg)
 		}
 		if (r != 0 && errno != EAGAIN)
 			continue; /* EINTR */
+		/*
+		 * The ring's time: later than the stamp of whoever rang (it stamps, then rings),
+		 * and as early as we can read it, so that the horizon (daemon.c, on_doorbell) asks
+		 * for no more than the ringers need.  Stored before the eventfd write that the main
+		 * loop reads first.
+		 */
+		__atomic_store_n(&d->woke_ns, bd_mono_ns(), __ATOMIC_RELEASE);
 		/* One eventfd write per wake; the main loop coalesces everything pending. */
 		if (write(d->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 			log_warn("doorbell: eventfd write failed: %s", strerror(errno));

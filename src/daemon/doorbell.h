@@ -23,6 +23,7 @@ struct doorbell {
 	volatile int stop;
 	volatile uint32_t tid; /* global tid, once registered */
 	uint32_t saturated; /* __atomic: it sat out a rate-limit gap since the main loop looked */
+	uint64_t woke_ns;   /* __atomic: when a ring last woke it, stored before the eventfd */
 	int start_err;
 };
 
