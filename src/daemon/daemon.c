@@ -744,6 +744,13 @@ static int loop(struct daemon *d)
 				break;
 			}
 		}
+		/*
+		 * A signal asks for a fold only while a CPU lags the horizon: one sent just before
+		 * a pass took the evidence it announces (the waiter's own switch into its sleep,
+		 * say) would otherwise cost a second pass for nothing.
+		 */
+		if (fold && !publisher_lagging(&d->pub))
+			fold = false;
 		if (poll_now)
 			fold = true;
 		credit = take_credit(d, &fold);

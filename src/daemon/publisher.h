@@ -139,6 +139,12 @@ int publisher_check(struct publisher *p);
 /* Does a CPU that is not busy (idle, offline, unknown, ours) hold the global value (*held)? */
 bool publisher_idle_hold(const struct publisher *p, uint64_t *held);
 
+/* Does a CPU lag the horizon (is anything asked for that a fold could bring)? */
+static inline bool publisher_lagging(const struct publisher *p)
+{
+	return p->g_ns <= p->horizon;
+}
+
 /* Does an idle, offline or the daemon's CPU hold the global value (a credit pass moves it)? */
 bool publisher_credit_holds(const struct publisher *p);
 
