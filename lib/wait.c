@@ -24,8 +24,9 @@
 #define FUTEX2_SIZE_U32 0x02
 #endif
 
-#define SLICE_NS (10 * 1000000LL)      /* longest sleep between liveness re-checks */
-#define LOST_RING_SLICE_NS (1000000LL) /* sleep after a ring nobody heard */
+#define SLICE_NS (10 * 1000000LL)	/* longest sleep between liveness re-checks */
+#define LOST_RING_SLICE_NS (1000000LL)	/* sleep after a ring nobody heard */
+#define VTIME_RING_SLICE_NS (1000000LL) /* after a vtime wait's ring (need_ring) */
 /* Without futex_waitv, after not ringing because the daemon was armed (see sleep_on). */
 #define ARMED_SLICE_NS (1000000LL)
 #define RERING_WINDOW_NS (200 * 1000LL) /* how long to keep re-ringing (bounded spin) */
@@ -424,6 +425,14 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 		ring_it = need_ring(b, t, flags);
 		if (ring_it == RING && !ring(b, t))
 			slice = LOST_RING_SLICE_NS;
+		/*
+		 * A vtime wait's ring makes each busy CPU signal once, at its first event past the
+		 * horizon; an event just before the ring advanced vtime can carry the old one and
+		 * is then that CPU's last signal (docs/DESIGN.md §7).  Ring again soon, not after a
+		 * whole slice.
+		 */
+		else if (ring_it == RING && t->kind == T_VTIME && (flags & BARRIERD_FEAT_HORIZON))
+			slice = VTIME_RING_SLICE_NS;
 		ret = ns_check(b, t, &ns_checked);
 		if (ret)
 			return ret;
