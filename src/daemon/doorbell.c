@@ -56,6 +56,17 @@ static void *doorbell_main(void *arg)
 		}
 		if (r != 0 && errno != EAGAIN)
 			continue; /* EINTR */
+		if (r != 0) {
+			/*
+			 * The word is not 0: only a foreign (root) writer does that.  Not a ring;
+			 * and FUTEX_WAIT would return at once, forever.  The main loop's check of
+			 * the file (publisher_check) stops the daemon within a heartbeat period.
+			 */
+			struct timespec ts = {0, 10 * 1000000L};
+
+			clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+			continue;
+		}
 		/*
 		 * The ring's time: later than the stamp of whoever rang (it stamps, then rings),
 		 * and as early as we can read it, so that the horizon (daemon.c, on_doorbell) asks

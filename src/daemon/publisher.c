@@ -160,9 +160,13 @@ static long count_word(uint64_t *word)
 long publisher_count_legacy(struct publisher *p, uint64_t max_cpus, long *global)
 {
 	struct barrierd_header *h = p->sf->hdr;
-	/* libbarrierd's sleepers queue on the doorbell's high half too (lib/wait.c, sleep_on). */
-	long ours = count_u32((const uint32_t *)&h->doorbell + 1);
+	/*
+	 * libbarrierd's sleepers queue on the doorbell's high half too (lib/wait.c, sleep_on),
+	 * after the global word: counting the global words first, a waiter arriving between the
+	 * counts makes the difference low for a moment, never a library client look legacy.
+	 */
 	long all = count_word(&h->last_interrupt_ns) + count_word(&h->last_interrupt_vtime);
+	long ours = count_u32((const uint32_t *)&h->doorbell + 1);
 	long n = all - ours;
 
 	if (global)
@@ -239,8 +243,9 @@ int publisher_heartbeat(struct publisher *p, uint64_t now_ns)
  */
 /* Header words (index = offset / 8) that only we write and that no pass changes. */
 static const uint8_t sealed_words[] = {
-    0 /* ncpu */,    4 /* magic */, 5 /* abi */,      6 /* sizes */,	8 /* generation */,
-    10 /* period */, 11 /* pid */,  12 /* boot id */, 13 /* boot id */, 15 /* ext_offset */,
+    0 /* ncpu */,	4 /* magic */,	      5 /* abi */,	   6 /* sizes */,
+    8 /* generation */, 10 /* period */,      11 /* pid */,	   12 /* boot id */,
+    13 /* boot id */,	14 /* doorbell: 0 */, 15 /* ext_offset */,
 };
 
 void publisher_seal(struct publisher *p)

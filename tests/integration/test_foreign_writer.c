@@ -674,8 +674,8 @@ static void state_file_ownership_refused(void **state)
 static void foreign_write_to_owned_words(void **state)
 {
 	uint64_t ncpu = test_possible_cpus();
-	const char *what[] = {"heartbeat_period_ns", "stop_ns",	  "ncpu", "generation",
-			      "vtime, then a ring",  "horizon_ns"};
+	const char *what[] = {"heartbeat_period_ns", "stop_ns",	   "ncpu",    "generation",
+			      "vtime, then a ring",  "horizon_ns", "doorbell"};
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(what) / sizeof(what[0]); i++) {
@@ -697,6 +697,9 @@ static void foreign_write_to_owned_words(void **state)
 			bd_store(&w->generation, bd_load(&w->generation) + 1);
 		else if (i == 5)
 			bd_store(&test_ext_of(w, ncpu)->horizon_ns, 1ULL << 62);
+		else if (i == 6)
+			bd_store(&w->doorbell,
+				 1); /* its FUTEX_WAIT would return at once, forever */
 		else {
 			/*
 			 * A ring raises the horizon outside a pass, storing vtime: it must check
