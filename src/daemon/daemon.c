@@ -475,6 +475,7 @@ static int on_doorbell(struct daemon *d)
 		foreign_or_fault(d);
 		return ret;
 	}
+	publisher_quiet(&d->pub, sched_getcpu());
 	ask_credit(d, now);
 	/*
 	 * Rings faster than the doorbell's rate (a waiter in a tight loop): a ring per barrier

@@ -537,6 +537,22 @@ int publisher_raise(struct publisher *p, uint64_t h)
 	return 0;
 }
 
+void publisher_quiet(struct publisher *p, int here)
+{
+	struct barrierd_slot *s;
+
+	if (here < 0 || (uint64_t)here >= p->ncpu)
+		return;
+	s = &p->slots[here];
+	/*
+	 * A plain access, racing only with this CPU's own programs (an interrupt of ours): the
+	 * signal decision is a heuristic for waking us, never evidence (DESIGN 4.1), and either
+	 * value is a valid one to decide on.
+	 */
+	if (__atomic_load_n(&s->sig_stamp, __ATOMIC_RELAXED) <= p->horizon)
+		__atomic_store_n(&s->sig_stamp, p->horizon + 1, __ATOMIC_RELAXED);
+}
+
 bool publisher_owed(const struct publisher *p, int here, uint64_t now, uint64_t silent_ns)
 {
 	if (p->g_ns > p->horizon)

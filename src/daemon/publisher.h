@@ -95,6 +95,14 @@ void publisher_set_armed(struct publisher *p, bool armed);
 int publisher_raise(struct publisher *p, uint64_t h);
 
 /*
+ * Keep the CPU `here` (the one this thread runs on) from signalling the current horizon.  It
+ * needs no signal: the daemon's own switch away from it stamps its slot past the horizon
+ * (daemon events stamp, DESIGN 4.1), and any pass folds that; its signal would only wake us
+ * once more (the waiter that rang on this CPU going to sleep, typically).
+ */
+void publisher_quiet(struct publisher *p, int here);
+
+/*
  * Does a CPU still owe evidence past the horizon that only its own next event can bring: at
  * or below it in the file and in its slot, not idle, online, not the CPU `here` (a credit
  * pass there credits it), and heard from within silent_ns of now (one silent longer runs
