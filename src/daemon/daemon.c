@@ -475,7 +475,9 @@ static int on_doorbell(struct daemon *d)
 		foreign_or_fault(d);
 		return ret;
 	}
-	publisher_quiet(&d->pub, sched_getcpu());
+	/* Only if our switch away from it stamps it (publisher_quiet). */
+	if (d->probes.switch_stamps)
+		publisher_quiet(&d->pub, sched_getcpu());
 	ask_credit(d, now);
 	/*
 	 * Rings faster than the doorbell's rate (a waiter in a tight loop): a ring per barrier

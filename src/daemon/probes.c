@@ -124,6 +124,7 @@ int probes_attach(struct probes *b, const struct resolved_tp *tps, size_t n, cha
 		if (!strcmp(tps[i].category, "sched") && !strcmp(tps[i].name, "sched_switch"))
 			switch_listed = true;
 	b->skel->bss->switch_stamps = switch_listed;
+	b->switch_stamps = switch_listed;
 
 	b->rb = ring_buffer__new(bpf_map__fd(b->skel->maps.signal_rb), on_signal, b, NULL);
 	if (!b->rb) {

@@ -27,6 +27,7 @@ struct probes {
 	volatile uint64_t *watermark;
 	volatile uint64_t *main_switches;
 	struct ring_buffer *rb;
+	bool switch_stamps; /* sched_switch is evidence: every switch stamps, the daemon's too */
 	struct bpf_link *links[BARRIERD_MAX_TRACEPOINTS + 1];
 	size_t n_links;
 };

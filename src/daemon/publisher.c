@@ -545,9 +545,9 @@ void publisher_quiet(struct publisher *p, int here)
 		return;
 	s = &p->slots[here];
 	/*
-	 * A plain access, racing only with this CPU's own programs (an interrupt of ours): the
-	 * signal decision is a heuristic for waking us, never evidence (DESIGN 4.1), and either
-	 * value is a valid one to decide on.
+	 * Relaxed accesses, racing with that CPU's programs (ours if we still run there, anyone's
+	 * if we moved): the signal decision is a heuristic for waking us, never evidence (DESIGN
+	 * 4.1), and either order leaves a valid value to decide on (at worst one signal more).
 	 */
 	if (__atomic_load_n(&s->sig_stamp, __ATOMIC_RELAXED) <= p->horizon)
 		__atomic_store_n(&s->sig_stamp, p->horizon + 1, __ATOMIC_RELAXED);

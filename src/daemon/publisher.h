@@ -95,10 +95,11 @@ void publisher_set_armed(struct publisher *p, bool armed);
 int publisher_raise(struct publisher *p, uint64_t h);
 
 /*
- * Keep the CPU `here` (the one this thread runs on) from signalling the current horizon.  It
- * needs no signal: the daemon's own switch away from it stamps its slot past the horizon
- * (daemon events stamp, DESIGN 4.1), and any pass folds that; its signal would only wake us
- * once more (the waiter that rang on this CPU going to sleep, typically).
+ * Keep the CPU `here` (the one this thread runs on) from signalling the current horizon, after
+ * a ring's raise.  It needs no signal: the ring's credit pass credits it if it runs there (rule
+ * 7), and if it runs elsewhere our switch away from `here` has stamped it past the horizon
+ * first (daemon events stamp when sched_switch is evidence: call this only then).  Its signal
+ * would only wake us once more (the ringer we preempted there, going to sleep).
  */
 void publisher_quiet(struct publisher *p, int here);
 

@@ -151,7 +151,7 @@ static void watermark_stress(void **state)
  * pass deferred for it must run when the last one came.  One lost signal stalls a barrier for
  * 60 s (the deferral's bound): the hang guard fails it.
  */
-static void horizon_serves_busy_cpus(void **state)
+static void horizon_case(int pin, int rounds)
 {
 	const char *extra[] = {"--idle-credit-interval", "60000", "--heartbeat-period", "60000",
 			       NULL};
@@ -163,9 +163,10 @@ static void horizon_serves_busy_cpus(void **state)
 	int ns;
 	size_t sz = 0;
 
-	(void)state;
 	ns = test_spinners(spin, 64);
-	if (h_start(&H, -1, extra)) {
+	if (pin >= 0)
+		test_pin(pin); /* the waiter beside the daemon (and CPU 0's spinner) */
+	if (h_start(&H, pin, extra)) {
 		test_kill_all(spin, ns);
 		fail_msg("daemon did not start");
 	}
@@ -176,7 +177,7 @@ static void horizon_serves_busy_cpus(void **state)
 	assert_int_equal(barrierd_open(&b, H.state), 0);
 	p0 = bd_load(&x->passes);
 	r0 = bd_load(&x->doorbell_rings);
-	for (int i = 0; i < 1000; i++) {
+	for (int i = 0; i < rounds; i++) {
 		uint64_t t = barrierd_stamp_ns(b);
 		int ret = barrierd_wait(b, t, 3 * (int64_t)TEST_SEC);
 
@@ -204,12 +205,40 @@ static void horizon_serves_busy_cpus(void **state)
 		usleep(1100 + (i % 10 == 0 ? 1000 * (unsigned)(i % 7) : 0));
 	}
 	test_kill_all(spin, ns);
-	printf("1000 barriers, CPUs busy, horizon only: %llu passes, %llu rings, horizon past the "
+	printf("%d barriers, CPUs busy, horizon only%s: %llu passes, %llu rings, horizon past the "
 	       "stamp after %llu\n",
+	       rounds, pin >= 0 ? ", waiter and daemon pinned" : "",
 	       (unsigned long long)(bd_load(&x->passes) - p0),
 	       (unsigned long long)(bd_load(&x->doorbell_rings) - r0), (unsigned long long)covered);
 	barrierd_close(b);
 	munmap((void *)m, sz);
+	if (pin >= 0) {
+		cpu_set_t all;
+
+		CPU_ZERO(&all);
+		for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN); c++)
+			CPU_SET(c, &all);
+		sched_setaffinity(0, sizeof(all), &all);
+	}
+}
+
+static void horizon_serves_busy_cpus(void **state)
+{
+	(void)state;
+	horizon_case(-1, 1000);
+}
+
+/*
+ * The same with the waiter and the daemon on one CPU: the waiter's ring is heard there, and that
+ * CPU is kept from signalling the horizon (publisher_quiet): the ring's credit pass must cover
+ * it, or the barrier waits out the 60 s.
+ */
+static void horizon_serves_busy_cpus_pinned(void **state)
+{
+	(void)state;
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		test_skip_or_fail("needs two CPUs");
+	horizon_case(0, 300);
 }
 
 /*
@@ -269,6 +298,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(idle_cpu0_credited, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(watermark_stress, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(horizon_serves_busy_cpus, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(horizon_serves_busy_cpus_pinned, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(legacy_sleeper_is_a_ring, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(original_layout_client, h_setup, h_teardown),
 	};
