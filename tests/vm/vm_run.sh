@@ -10,7 +10,8 @@
 # host paths; a tmpfs overlay takes the guest's writes.  The folder DIR/tests/vm/run-NAME is
 # shared read-write: the guest script (guest.sh) leaves there one log per test, "results" and
 # "boot", and vm_init leaves "init-status".  Exit status: the guest script's, or 1 if the guest
-# never reported one (crash, panic, hang).
+# never reported one (crash, panic, hang).  BARRIERD_VM_QEMU_ARGS, word-split, is added to QEMU's
+# arguments: for example "-monitor unix:/tmp/mon,server,nowait" to read a hung guest's registers.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -126,7 +127,8 @@ timeout -k 10 "$timeout" qemu-system-x86_64 \
 	-kernel "$vmlinuz" -initrd "$boot/initramfs.cpio" \
 	-append "console=ttyS0 panic=-1 rdinit=/init loglevel=4 mitigations=off lapic=notscdeadline bdvm_script=$here/guest.sh bdvm_out=$out $append" \
 	-virtfs "local,path=/,mount_tag=bdroot,security_model=none,readonly=on,multidevs=remap" \
-	-virtfs "local,path=$out,mount_tag=bdout,security_model=none,multidevs=remap"
+	-virtfs "local,path=$out,mount_tag=bdout,security_model=none,multidevs=remap" \
+	${BARRIERD_VM_QEMU_ARGS:-}
 qemu_status=$?
 set -e
 t1=$(date +%s.%N)
