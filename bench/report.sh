@@ -660,6 +660,58 @@ if [ -s cost.csv ]; then
 	done
 fi
 
+# ---- 12: nudges ------------------------------------------------------------------------------------------
+
+if [ -s nudge.csv ]; then
+	# "d/load/method n p50 p90 p99 p99.9 max cal res iwi tlb" (nearest rank; IPIs per call, rows
+	# summed over every CPU as barrierctl bench counts them).
+	awk -F, 'NR > 1 {print $1 "/" $3 "/" $4, $6, $7, $8, $9, $10}' nudge.csv | sort -t' ' -k1,1 -k2,2n | awk '
+		function rank(p,  k) { k = int(n * p); if (k < n * p) k++; return k < 1 ? 1 : k > n ? n : k }
+		function out() { if (!n) return
+			printf "%s %d %s %s %s %s %s %.2f %.2f %.2f %.2f\n", key, n, v[rank(0.5)], v[rank(0.9)],
+				v[rank(0.99)], v[rank(0.999)], v[n], c / n, r / n, w / n, t / n
+			n = c = r = w = t = 0 }
+		$1 != key { out(); key = $1 }
+		{ v[++n] = $2; c += $3; r += $4; w += $5; t += $6 }
+		END { out() }' >nudge_summary.txt
+	{
+		echo "# Nudges: pinned latency with nudges off, at 0.5 ms and at the default"
+		echo
+		echo "The daemon restarted with \`--nudge-after\` 0 (off), 0.5 and its default (10 ms); the waiter and"
+		echo "the daemon's main and doorbell threads on the first CPU (its nudge threads stay on theirs);"
+		echo "*loaded*: a nice-19 spinner on every other CPU, as section 10; *idle*: nothing else."
+		echo "\`barrierctl bench --gap 10\`, methods interleaved; all repetitions pooled. µs, nearest rank."
+		echo "IPIs per call: /proc/interrupts rows summed over every CPU around each call (interrupts of"
+		echo "other origin in that window count too)."
+		echo
+		echo "| nudge-after | load | method | calls | p50 | p90 | p99 | p99.9 | max | CAL | RES | IWI | TLB |"
+		echo "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+		awk "$awk_fmt"'{ split($1, k, "/"); printf "| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			k[1], k[2], k[3], $2, f($3), f($4), f($5), f($6), f($7), $8, $9, $10, $11 }' nudge_summary.txt
+		echo
+		echo "Nudges and the daemon's CPU over each block (every method's calls; only barrierd's ring):"
+		echo
+		echo "| nudge-after | load | rep | barrierd calls | nudges | nudges per barrier | daemon CPU |"
+		echo "|---|---|---:|---:|---:|---:|---:|"
+		awk -F, 'NR > 1 { printf "| %s | %s | %s | %d | %d | %.3f | %.2f %% |\n", $1, $3, $2, $4, $5,
+			$5 / $4, $7 > 0 ? 100 * $6 / ($7 * 1e6) : 0 }' nudge_counts.csv
+		if [ -s nudge_flood.txt ]; then
+			echo
+			echo "Flood by user nobody (rings in a loop, a thread asleep on the global word), every CPU but"
+			echo "the first busy: $(tr '\n' ' ' <nudge_flood.txt)."
+			awk '/^nudges/ { printf "That is %.1f nudges per second per busy CPU, against a cap of 200 (bursts of 4).\n", $2 / ($4 > 0 ? $4 : 1) / ($6 > 0 ? $6 : 1) }' nudge_flood.txt
+		fi
+	} >nudge.md
+	for d in 0 0.5 default; do
+		dn=$(echo "$d" | tr . _)
+		put "nudge_${dn}_p99" "$(awk -v k="$d/loaded/barrierd" '$1 == k {print $5}' nudge_summary.txt)"
+		put "nudge_${dn}_p999" "$(awk -v k="$d/loaded/barrierd" '$1 == k {print $6}' nudge_summary.txt)"
+		put "nudge_${dn}_nudged_loaded" "$(awk -F, -v d="$d" 'NR > 1 && $1 == d && $3 == "loaded" {b += $4; n += $5} END {if (b) printf "%.3f", n / b}' nudge_counts.csv)"
+		put "nudge_${dn}_nudged_idle" "$(awk -F, -v d="$d" 'NR > 1 && $1 == d && $3 == "idle" {b += $4; n += $5} END {if (b) printf "%.3f", n / b}' nudge_counts.csv)"
+	done
+	put nudge_flood_rate "$(awk '/^nudges/ { printf "%.1f", $2 / ($4 > 0 ? $4 : 1) / ($6 > 0 ? $6 : 1) }' nudge_flood.txt 2>/dev/null)"
+fi
+
 # ---- summary -------------------------------------------------------------------------------------------
 
 # shellcheck disable=SC1091
@@ -744,6 +796,12 @@ ok() { # awk condition on a b
 		echo "| daemon CPU under a doorbell flood (nobody) | bounded by --max-credit-rate (default 1000/s, bursts of 32) | $(v cpu_flood_default_rate) % at $(v cpass_flood_default_rate) credit passes/s; $(v cpu_flood_rate_10000) % at $(v cpass_flood_rate_10000)/s with the cap at 10 000 | passes: $(ok 'a <= 1032' "$(v cpass_flood_default_rate)"); CPU: see daemon_cpu.md |"
 		echo "| a waiter's barrier (100/s) during the flood: p50 / p99 | (none) | default cap: $(v flood_lat_flood_default_rate); cap 10 000: $(v flood_lat_flood_rate_10000) | - |"
 	fi
+	if [ -s nudge.csv ]; then
+		echo "| nudges, pinned loaded, --nudge-after 0.5: p99 / p99.9 | ≤ 1 ms / ≤ 2 ms | $(ms "$(v nudge_0_5_p99)") / $(ms "$(v nudge_0_5_p999)") ms | $(ok 'a <= 1e6' "$(v nudge_0_5_p99)") / $(ok 'a <= 2e6' "$(v nudge_0_5_p999)") |"
+		echo "| nudges, pinned loaded, default --nudge-after: p99 no worse than off | ≤ off | $(ms "$(v nudge_default_p99)") ms (off $(ms "$(v nudge_0_p99)") ms) | $(ok 'a <= b * 1.05' "$(v nudge_default_p99)" "$(v nudge_0_p99)") |"
+		echo "| nudges per barrier (an upper bound on the share of barriers that nudge): idle at 0.5 ms / loaded at the default | ≤ 0.01 / ≤ 0.01 | $(v nudge_0_5_nudged_idle) / $(v nudge_default_nudged_loaded) | $(ok 'a <= 0.01' "$(v nudge_0_5_nudged_idle)") / $(ok 'a <= 0.01' "$(v nudge_default_nudged_loaded)") |"
+		echo "| nudges per second per busy CPU under a flood (nobody) | ≤ 200 + burst | $(v nudge_flood_rate) | $(ok 'a <= 204' "$(v nudge_flood_rate)") |"
+	fi
 	if [ -s waiters.csv ]; then
 		echo "| waiter scaling: advance → last of N sleeping threads running (1/10/100/1000) | (none) | $(us "$(v waiters_fanout_1 0)") / $(us "$(v waiters_fanout_10 0)") / $(us "$(v waiters_fanout_100 0)") / $(us "$(v waiters_fanout_1000 0)") µs | - |"
 	fi
@@ -752,7 +810,7 @@ ok() { # awk condition on a b
 	fi
 	echo
 	echo "Tables: latency.md, notify.md, ipi.md, waiters.md, daemon_cpu.md, getpid.md, bpf_cost.md,"
-	echo "cpu_scaling.md, legacy.md, pinned.md (with the projection to N CPUs), cost.md. Noise:"
+	echo "cpu_scaling.md, legacy.md, pinned.md (with the projection to N CPUs), cost.md, nudge.md. Noise:"
 	echo "noise.txt, machine_load.csv, loadavg.csv. Plots: plots/."
 } >summary.md
 

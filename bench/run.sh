@@ -39,6 +39,11 @@
 #   11 cost      daemon CPU, passes, doorbell rings and ring-buffer signals per barrier for a
 #                waiter doing 100 barriers/s, idle and loaded, pinned and unpinned, and the idle
 #                machine with no waiter
+#   12 nudge     the pinned loaded latency (as 10) and the idle one with the daemon restarted at
+#                --nudge-after 0 (off), 0.5 and its default, beside membarrier GLOBAL and the two
+#                expedited commands, IPIs per call by kind, nudges per barrier, the daemon's CPU;
+#                then a flood by user nobody (rings, and a thread asleep on the global word) with
+#                every CPU but the first busy: nudges per second per CPU against the cap
 # BENCH_SECTIONS="1 2 ..." runs a subset (for development; a full run is all of them).
 # BENCH_REPS=N repeats sections 9-11 N times (default 1), the configurations rotating, for
 # ranges; /proc/loadavg and the machine's busy share are recorded before each measurement
@@ -67,7 +72,7 @@ for t in taskset setpriv od awk sort nice; do
 done
 
 quick=${BENCH_QUICK:-0}
-sections=${BENCH_SECTIONS:-1 2 3 4 5 6 7 8 9 10 11}
+sections=${BENCH_SECTIONS:-1 2 3 4 5 6 7 8 9 10 11 12}
 reps=${BENCH_REPS:-1}
 scale() { # full quick
 	if [ "$quick" = 1 ]; then echo "$2"; else echo "$1"; fi
@@ -227,6 +232,20 @@ note_load() { # SECTION CONFIG REP
 	echo "$1,$2,$3,$(date +%s),$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' ,),$b" >>"$out/loadavg.csv"
 }
 
+# Pin every thread of the daemon to CPULIST but its nudge threads, which stay on their CPUs.
+pin_daemon() { # CPULIST
+	local t
+	for t in /proc/"$daemon_pid"/task/*; do
+		case "$(cat "$t/comm" 2>/dev/null)" in bd-nudge/*) continue ;; esac
+		taskset -p -c "$1" "${t##*/}" >/dev/null 2>&1 || true
+	done
+}
+
+# The daemon's nudge count (ext.nudges, ABI 1.2).
+nudges_now() {
+	rd64 "$state" $(($(ext_off) + 80))
+}
+
 # A spinner pinned on CPU at a nice level, its PID in spin_pids (stop_spinners ends it).
 spin_on() { # CPU NICE
 	taskset -c "$1" nice -n "$2" sh -c 'while :; do :; done' &
@@ -354,34 +373,34 @@ if want 2; then
 	first=$(echo "$cpus" | sed -n 1p)
 	second=$(echo "$cpus" | sed -n 2p)
 	log "IPIs: waiter and daemon pinned to CPU $first, counting CPU $second"
-	taskset -a -p -c "$first" "$daemon_pid" >/dev/null
+	pin_daemon "$first"
 	wait_disarmed
 	s0=$(machine_stat)
 	"$build/bench/bench_ipi" "$state" "$out/ipi.csv" --label pinned --caller "$first" \
 		--target "$second" --calls 200 --rounds "$(scale 4 2)"
 	log "IPIs: waiter on CPU $first, daemon alone on CPU $second (the doorbell's IPI)"
-	taskset -a -p -c "$second" "$daemon_pid" >/dev/null
+	pin_daemon "$second"
 	"$build/bench/bench_ipi" "$state" "$out/ipi.csv" --label split --caller "$first" \
 		--target "$second" --calls 200 --rounds "$(scale 4 2)" --methods barrierd --conds idle
-	taskset -a -p -c "$all_cpus" "$daemon_pid" >/dev/null
+	pin_daemon "$all_cpus"
 	echo "ipi,all,0,$(machine_busy_pct "$s0" "$(machine_stat)" | tr ' ' ,)" >>"$out/machine_load.csv"
 
 	# Who sends which IPI, from the ipi tracepoints (a private tracefs instance): a waiter doing
 	# 100 barriers/s in four placements.
 	echo "config,barriers,sender_comm,sender_cpu,target,callsite,callback,count" >"$out/ipi_trace.csv"
 	secs=$(scale 3 2)
-	taskset -a -p -c "$second" "$daemon_pid" >/dev/null
+	pin_daemon "$second"
 	wait_disarmed
 	ipi_trace "split: waiter CPU $first, daemon CPU $second" "$secs" taskset -c "$first" \
 		"$build/bench/bench_util" loop "$state" "$secs" 100
-	taskset -a -p -c "$first" "$daemon_pid" >/dev/null
+	pin_daemon "$first"
 	taskset -c "$second" nice -n 19 sh -c 'while :; do :; done' &
 	spin_pids+=($!)
 	wait_disarmed
 	ipi_trace "pinned: waiter and daemon CPU $first, spinner on CPU $second" "$secs" \
 		taskset -c "$first" "$build/bench/bench_util" loop "$state" "$secs" 100
 	stop_spinners
-	taskset -a -p -c "$all_cpus" "$daemon_pid" >/dev/null
+	pin_daemon "$all_cpus"
 	wait_disarmed
 	ipi_trace "unpinned, idle" "$secs" "$build/bench/bench_util" loop "$state" "$secs" 100
 	start_spinners
@@ -620,8 +639,8 @@ if want 9; then
 	for r in $(seq "$reps"); do
 		for cfg in $(rotate $((r - 1)) unpinned pinned-busy1 pinned-idle1); do
 			case $cfg in
-			unpinned) taskset -a -p -c "$all_cpus" "$daemon_pid" >/dev/null ;;
-			*) taskset -a -p -c "$first" "$daemon_pid" >/dev/null ;;
+			unpinned) pin_daemon "$all_cpus" ;;
+			*) pin_daemon "$first" ;;
 			esac
 			# The client never rings: start each configuration from a disarmed daemon.
 			wait_disarmed
@@ -637,7 +656,7 @@ if want 9; then
 			stop_spinners
 		done
 	done
-	taskset -a -p -c "$all_cpus" "$daemon_pid" >/dev/null
+	pin_daemon "$all_cpus"
 fi
 
 # ---- 10: the loaded headline, pinned, beside the unpinned figure -----------------------------------
@@ -654,7 +673,7 @@ if want 10; then
 			if [ "$cfg" = pinned ]; then
 				# What every CPU but the waiter's and the daemon's sees on a larger machine: a
 				# busy CPU whose evidence is its own next event, not the daemon's wake-ups.
-				taskset -a -p -c "$first" "$daemon_pid" >/dev/null
+				pin_daemon "$first"
 				for c in $cpus; do
 					[ "$c" = "$first" ] || spin_on "$c" 19
 				done
@@ -662,7 +681,7 @@ if want 10; then
 					-m barrierd,vtime,membarrier-global --gap 10 --csv "$tmp/bench.csv" \
 					>>"$out/barrierctl.txt"
 				stop_spinners
-				taskset -a -p -c "$all_cpus" "$daemon_pid" >/dev/null
+				pin_daemon "$all_cpus"
 			else
 				"$build/src/barrierctl" bench --state "$state" -n "$n" --load \
 					-m barrierd,vtime,membarrier-global --gap 10 --csv "$tmp/bench.csv" \
@@ -688,11 +707,11 @@ if want 11; then
 			busy=0
 			case $cfg in
 			*-pinned)
-				taskset -a -p -c "$first" "$daemon_pid" >/dev/null
+				pin_daemon "$first"
 				pin=(taskset -c "$first")
 				;;
 			*)
-				taskset -a -p -c "$all_cpus" "$daemon_pid" >/dev/null
+				pin_daemon "$all_cpus"
 				pin=()
 				;;
 			esac
@@ -722,8 +741,66 @@ if want 11; then
 			stop_spinners
 		done
 	done
-	taskset -a -p -c "$all_cpus" "$daemon_pid" >/dev/null
+	pin_daemon "$all_cpus"
 	unset cpu_csv
+fi
+
+# ---- 12: nudges -----------------------------------------------------------------------------------
+
+if want 12; then
+	first=$(echo "$cpus" | sed -n 1p)
+	n=$(scale 1000 200)
+	flood_secs=$(scale 10 5)
+	echo "nudge_after_ms,rep,load,method,index,latency_ns,cal,res,iwi,tlb" >"$out/nudge.csv"
+	echo "nudge_after_ms,rep,load,barriers,nudges,daemon_cpu_ns,seconds" >"$out/nudge_counts.csv"
+	cp "$build/bench/bench_flood" "$tmp/bench_flood"
+	chmod 0755 "$tmp/bench_flood"
+	stop_daemon
+	for r in $(seq "$reps"); do
+		for d in $(rotate $((r - 1)) 0 0.5 default); do
+			if [ "$d" = default ]; then start_daemon; else start_daemon --nudge-after "$d"; fi
+			pin_daemon "$first"
+			for load in loaded idle; do
+				note_load nudge "$d/$load" "$r"
+				if [ "$load" = loaded ]; then
+					# As section 10: every CPU but the waiter's and the daemon's busy.
+					for c in $cpus; do
+						[ "$c" = "$first" ] || spin_on "$c" 19
+					done
+					methods=barrierd,membarrier-global,global-expedited,private-expedited
+				else
+					methods=barrierd
+				fi
+				log "nudges: --nudge-after $d, $load, repetition $r/$reps: $n rounds"
+				n0=$(nudges_now)
+				c0=$(sched_ns "$daemon_pid")
+				t0=$(date +%s%N)
+				taskset -c "$first" "$build/src/barrierctl" bench --state "$state" -n "$n" \
+					-m "$methods" --gap 10 --csv "$tmp/bench.csv" >>"$out/barrierctl.txt"
+				t1=$(date +%s%N)
+				c1=$(sched_ns "$daemon_pid")
+				n1=$(nudges_now)
+				stop_spinners
+				echo "$d,$r,$load,$n,$((n1 - n0)),$((c1 - c0)),$(((t1 - t0) / 1000000))" >>"$out/nudge_counts.csv"
+				awk -F, -v d="$d" -v r="$r" -v l="$load" 'NR > 1 {print d "," r "," l "," $0}' "$tmp/bench.csv" >>"$out/nudge.csv"
+			done
+			stop_daemon
+		done
+	done
+	# The flood: the most nudges an unprivileged user can ask for, every other CPU busy.
+	start_daemon
+	pin_daemon "$first"
+	for c in $cpus; do
+		[ "$c" = "$first" ] || spin_on "$c" 19
+	done
+	log "nudges: a ring flood with a sleeper, by user nobody, $flood_secs s"
+	n0=$(nudges_now)
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$tmp/bench_flood" "$state" "$flood_secs" sleep \
+		>"$out/nudge_flood.txt"
+	n1=$(nudges_now)
+	stop_spinners
+	echo "nudges $((n1 - n0)) busy_cpus $((ncpu - 1)) seconds $flood_secs" >>"$out/nudge_flood.txt"
+	pin_daemon "$all_cpus"
 fi
 
 stop_daemon

@@ -34,7 +34,7 @@ extern "C" {
 /* "BARRIERD" in little-endian byte order. */
 #define BARRIERD_MAGIC 0x4452454952524142ULL
 #define BARRIERD_ABI_MAJOR 1u
-#define BARRIERD_ABI_MINOR 1u
+#define BARRIERD_ABI_MINOR 2u
 
 /* header.flags, low bits: the daemon's state. */
 #define BARRIERD_FLAG_RUNNING (1ULL << 0) /* a daemon owns the file and publishes */
@@ -53,6 +53,15 @@ extern "C" {
  * past the horizon.  Readers that do not know it ring whenever ARMED is clear, and are served.
  */
 #define BARRIERD_FEAT_HORIZON (1ULL << 18)
+/*
+ * ABI 1.2: one uint64_t of BARRIERD_CPUF_* per CPU follows the extension's per-CPU entries, at
+ * barrierd_cpu_flags_offset(ncpu), within ext_size.  Written at the daemon's start; what the
+ * kernel and the daemon say about each CPU, never evidence.
+ */
+#define BARRIERD_FEAT_CPU_FLAGS (1ULL << 19)
+#define BARRIERD_CPUF_NOHZ_FULL (1ULL << 0) /* listed in /sys/devices/system/cpu/nohz_full */
+#define BARRIERD_CPUF_ISOLATED (1ULL << 1)  /* listed in /sys/devices/system/cpu/isolated */
+#define BARRIERD_CPUF_NUDGE (1ULL << 2)	    /* a nudge thread of the daemon serves it */
 #define BARRIERD_FLAGS_STATE_MASK 0xffffULL
 
 /*
@@ -166,7 +175,9 @@ struct barrierd_ext {
 	 * when to ring, never evidence.
 	 */
 	uint64_t horizon_ns;
-	uint64_t reserved[6];
+	/* ABI 1.2: nudges sent (docs/DESIGN.md, "Nudges"), since the file was laid out. */
+	uint64_t nudges;
+	uint64_t reserved[5];
 	struct barrierd_ext_cpu cpu[]; /* ncpu entries */
 };
 
@@ -186,6 +197,7 @@ _Static_assert(offsetof(struct barrierd_ext, doorbell_rings) == 48, "abi");
 _Static_assert(offsetof(struct barrierd_ext, stop_ns) == 56, "abi");
 _Static_assert(offsetof(struct barrierd_ext, stop_vtime) == 64, "abi");
 _Static_assert(offsetof(struct barrierd_ext, horizon_ns) == 72, "abi");
+_Static_assert(offsetof(struct barrierd_ext, nudges) == 80, "abi");
 _Static_assert(offsetof(struct barrierd_ext, cpu) == 128, "abi");
 _Static_assert(sizeof(struct barrierd_ext) == 128, "abi");
 
@@ -195,11 +207,17 @@ static inline uint64_t barrierd_ext_offset(uint64_t ncpu)
 	return (sizeof(struct barrierd_header) + ncpu * sizeof(struct barrierd_cpu) + 63) & ~63ULL;
 }
 
-/* Total file size for a given ncpu. */
-static inline uint64_t barrierd_file_size(uint64_t ncpu)
+/* Where the per-CPU flags start (ABI 1.2, BARRIERD_FEAT_CPU_FLAGS): after ext.cpu[ncpu]. */
+static inline uint64_t barrierd_cpu_flags_offset(uint64_t ncpu)
 {
 	return barrierd_ext_offset(ncpu) + sizeof(struct barrierd_ext) +
 	       ncpu * sizeof(struct barrierd_ext_cpu);
+}
+
+/* Total file size for a given ncpu. */
+static inline uint64_t barrierd_file_size(uint64_t ncpu)
+{
+	return barrierd_cpu_flags_offset(ncpu) + ncpu * sizeof(uint64_t);
 }
 
 /* The largest ncpu a reader accepts (the kernel's NR_CPUS limit). */
@@ -334,7 +352,9 @@ bool barrierd_passed_vtime(const struct barrierd *b, uint64_t vtime);
  * or below barrierd_open_ns(), bad arguments); -EPROTO (namespace offset unknown); with
  * BARRIERD_FALLBACK_MEMBARRIER, the result of membarrier(MEMBARRIER_CMD_GLOBAL): 0, or its
  * error (-EINVAL under nohz_full, -EPERM/-ENOSYS under seccomp), never a success it did not
- * get.
+ * get.  Those three errors mean membarrier is unavailable: while the daemon is live, a wait
+ * whose fallback gets one of them goes on waiting for the daemon (which serves tickless CPUs
+ * by nudges) until its timeout; a dead or stopped daemon's returns it.
  */
 int barrierd_wait(struct barrierd *b, uint64_t stamp_ns, int64_t timeout_ns);
 /* The same for a barrierd_stamp_vtime() stamp. */

@@ -410,8 +410,19 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 			continue;
 		}
 		stale_end = 0; /* live again: a later stall gets its own bound */
-		if (now >= fb_deadline)
-			return bd_fallback_membarrier();
+		if (now >= fb_deadline) {
+			/*
+			 * membarrier unavailable (EINVAL under nohz_full, ENOSYS, EPERM under
+			 * seccomp) while the daemon is live: the daemon can still serve this wait
+			 * (a tickless CPU by a nudge), so wait for it until the deadline instead.
+			 * Any other result is the barrier's.
+			 */
+			ret = bd_fallback_membarrier();
+			if (ret != -EINVAL && ret != -ENOSYS && ret != -EPERM)
+				return ret;
+			fb_deadline = UINT64_MAX;
+			continue;
+		}
 		if (now >= deadline)
 			return -ETIMEDOUT;
 		if (!bd_ext(b))

@@ -68,6 +68,7 @@ struct bctl_cpu {
 	uint64_t ns, vtime;
 	uint64_t state; /* enum barrierd_cpu_state; UNKNOWN without an extension */
 	uint64_t credit_event, credit_idle, credit_offline;
+	uint64_t flags; /* BARRIERD_CPUF_*, with has_cpu_flags */
 };
 
 enum bctl_health {
@@ -89,6 +90,8 @@ struct bctl_snapshot {
 	bool has_ext;
 	uint64_t last_advance_ns, last_advance_cause, passes, credit_passes, doorbell_rings;
 	uint64_t horizon_ns;  /* 0: none published (ABI 1.0, or no ring yet) */
+	uint64_t nudges;      /* ABI 1.2; 0 before */
+	bool has_cpu_flags;   /* ABI 1.2: BARRIERD_FEAT_CPU_FLAGS, within the mapping */
 	struct bctl_cpu *cpu; /* ncpu entries */
 };
 

@@ -123,6 +123,8 @@ int bctl_snapshot_take(struct barrierd *b, const char *path, struct bctl_snapsho
 	s->flags = bd_load(&h->flags);
 	x = ext_of(h, size, s->ncpu, s->flags);
 	s->has_ext = x != NULL;
+	s->has_cpu_flags = x && (s->flags & BARRIERD_FEAT_CPU_FLAGS) &&
+			   barrierd_file_size(s->ncpu) <= size;
 	s->cpu = calloc(s->ncpu, sizeof(*s->cpu));
 	if (!s->cpu)
 		return -ENOMEM;
@@ -144,6 +146,10 @@ int bctl_snapshot_take(struct barrierd *b, const char *path, struct bctl_snapsho
 			pc->credit_idle = bd_load(&x->cpu[c].credit_idle);
 			pc->credit_offline = bd_load(&x->cpu[c].credit_offline);
 		}
+		if (s->has_cpu_flags)
+			pc->flags = bd_load((const uint64_t *)((const uint8_t *)h +
+							       barrierd_cpu_flags_offset(s->ncpu)) +
+					    c);
 	}
 	s->vtime = bd_load(&h->vtime);
 	s->last_ns = bd_load(&h->last_interrupt_ns);
@@ -164,6 +170,7 @@ int bctl_snapshot_take(struct barrierd *b, const char *path, struct bctl_snapsho
 		s->doorbell_rings = bd_load(&x->doorbell_rings);
 		if (bd_load(&h->flags) & BARRIERD_FEAT_HORIZON)
 			s->horizon_ns = bd_load(&x->horizon_ns);
+		s->nudges = bd_load(&x->nudges);
 	}
 	/*
 	 * The clock last, fenced (MFENCE; LFENCE), and converted out of a time namespace like
@@ -419,9 +426,9 @@ void bctl_render_text(FILE *f, const struct bctl_snapshot *s, uint64_t threshold
 			cause_phrase(s->last_advance_cause),
 			BARRIERD_CAUSE_CPU(s->last_advance_cause));
 	if (s->has_ext)
-		fprintf(f, "passes:       %llu (%llu credit passes), %llu doorbell rings\n",
+		fprintf(f, "passes:       %llu (%llu credit passes), %llu doorbell rings, %llu nudges\n",
 			(unsigned long long)s->passes, (unsigned long long)s->credit_passes,
-			(unsigned long long)s->doorbell_rings);
+			(unsigned long long)s->doorbell_rings, (unsigned long long)s->nudges);
 
 	fprintf(f, "\n%5s  %-8s %12s %12s %10s %10s %10s %10s\n", "CPU", "STATE", "LAG_MS",
 		"BEHIND_MS", "VTIME_LAG", "EVENT", "IDLE", "OFFLINE");
@@ -437,6 +444,8 @@ void bctl_render_text(FILE *f, const struct bctl_snapshot *s, uint64_t threshold
 				(unsigned long long)pc->credit_offline);
 		else
 			fprintf(f, "%10s %10s %10s", "-", "-", "-");
-		fprintf(f, "%s\n", bctl_cpu_lagging(s, c, threshold_ns) ? "  LAGGING" : "");
+		fprintf(f, "%s%s%s\n", bctl_cpu_lagging(s, c, threshold_ns) ? "  LAGGING" : "",
+			pc->flags & BARRIERD_CPUF_NOHZ_FULL ? "  nohz_full" : "",
+			pc->flags & BARRIERD_CPUF_ISOLATED ? "  isolated" : "");
 	}
 }

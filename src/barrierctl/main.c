@@ -71,9 +71,9 @@ static const char usage_text[] =
     "  last_interrupt_ns last_interrupt_age_ms last_interrupt_vtime flags boot_id\n"
     "  daemon{live running stopped armed pid generation heartbeat_ns\n"
     "  heartbeat_age_ms heartbeat_period_ms} last_advance{ns age_ms cause cpu}\n"
-    "  passes credit_passes doorbell_rings lagging_cpus cpus[]{cpu state lagging\n"
+    "  passes credit_passes doorbell_rings nudges lagging_cpus cpus[]{cpu state lagging\n"
     "  last_interrupt_ns lag_ms behind_ms last_interrupt_vtime vtime_lag credit_event\n"
-    "  credit_idle credit_offline}\n";
+    "  credit_idle credit_offline nohz_full isolated nudge}\n";
 
 static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {

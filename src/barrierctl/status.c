@@ -90,12 +90,12 @@ static void render_json(FILE *f, const struct bctl_snapshot *s, uint64_t thresho
 	if (s->has_ext)
 		fprintf(f,
 			"  \"passes\": %llu,\n  \"credit_passes\": %llu,\n  \"doorbell_rings\": "
-			"%llu,\n",
+			"%llu,\n  \"nudges\": %llu,\n",
 			(unsigned long long)s->passes, (unsigned long long)s->credit_passes,
-			(unsigned long long)s->doorbell_rings);
+			(unsigned long long)s->doorbell_rings, (unsigned long long)s->nudges);
 	else
 		fprintf(f, "  \"passes\": null,\n  \"credit_passes\": null,\n  \"doorbell_rings\": "
-			   "null,\n");
+			   "null,\n  \"nudges\": null,\n");
 	fprintf(f, "  \"lagging_cpus\": %llu,\n  \"cpus\": [",
 		(unsigned long long)bctl_lagging_count(s, threshold_ns));
 	for (uint64_t c = 0; c < s->ncpu; c++) {
@@ -112,13 +112,20 @@ static void render_json(FILE *f, const struct bctl_snapshot *s, uint64_t thresho
 		if (s->has_ext)
 			fprintf(f,
 				"\"credit_event\": %llu, \"credit_idle\": %llu, "
-				"\"credit_offline\": %llu}",
+				"\"credit_offline\": %llu, ",
 				(unsigned long long)pc->credit_event,
 				(unsigned long long)pc->credit_idle,
 				(unsigned long long)pc->credit_offline);
 		else
 			fprintf(f, "\"credit_event\": null, \"credit_idle\": null, "
-				   "\"credit_offline\": null}");
+				   "\"credit_offline\": null, ");
+		if (s->has_cpu_flags)
+			fprintf(f, "\"nohz_full\": %s, \"isolated\": %s, \"nudge\": %s}",
+				jbool(pc->flags & BARRIERD_CPUF_NOHZ_FULL),
+				jbool(pc->flags & BARRIERD_CPUF_ISOLATED),
+				jbool(pc->flags & BARRIERD_CPUF_NUDGE));
+		else
+			fprintf(f, "\"nohz_full\": null, \"isolated\": null, \"nudge\": null}");
 	}
 	fprintf(f, "\n  ]\n}\n");
 }

@@ -7,6 +7,7 @@
 #include "kernel_check.h"
 #include "kernel_files.h"
 #include "log.h"
+#include "nudge.h"
 #include "notify.h"
 #include "publisher.h"
 #include "rate_limit.h"
@@ -46,7 +47,7 @@
 #define FOLD_RATE 5000
 #define FOLD_BURST 64
 
-enum { EV_RB = 1, EV_DOORBELL, EV_TIMER, EV_SIGNAL, EV_CREDIT, EV_FOLD };
+enum { EV_RB = 1, EV_DOORBELL, EV_TIMER, EV_SIGNAL, EV_CREDIT, EV_FOLD, EV_NUDGE };
 
 struct daemon {
 	const struct barrierd_options *o;
@@ -54,7 +55,11 @@ struct daemon {
 	struct probes probes;
 	struct publisher pub;
 	struct doorbell bell;
-	int epfd, tfd, sfd, cfd, ffd, online_fd;
+	struct nudger nudger;	/* started only with --nudge-after > 0 and SCHED_FIFO allowed */
+	struct nudge_queue nq;	/* rings whose nudge deadline has not come */
+	bool *nudge_want;	/* per CPU, publisher_nudge_targets' answer */
+	uint64_t nudge_due;	/* when nfd fires (absolute), 0: not set */
+	int epfd, tfd, sfd, cfd, ffd, nfd, online_fd;
 	struct notifier notify;
 	struct rate_limit credit_limit; /* --max-credit-rate, with a burst */
 	struct rate_limit fold_limit;	/* FOLD_RATE, FOLD_BURST */
@@ -116,6 +121,12 @@ static void hook_release(struct daemon *d, uint32_t how)
 #define PROBE_CPUS 64
 
 #define STATUS_PERIOD_NS (1000000000ULL)
+/*
+ * Nudge threads run at the top SCHED_FIFO priority: a nudge must preempt whatever the CPU runs,
+ * real-time tasks of users who isolate CPUs included (only a task at 99 itself keeps it out).
+ * What each costs that CPU is two switches, at most --max-nudge-rate times a second.
+ */
+#define NUDGE_PRIORITY 99
 
 /*
  * The tick: the heartbeat, the probe for waiters, the watchdog and the disarm check.  Every
@@ -198,12 +209,67 @@ static void schedule_credit(struct daemon *d)
 	timerfd_settime(d->cfd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
+/*
+ * Nudges (docs/DESIGN.md, "Nudges"): each ring's horizon waits in nq for its deadline, horizon +
+ * --nudge-after; nfd is set to the oldest.
+ */
+static void schedule_nudge(struct daemon *d)
+{
+	uint64_t due = nudge_queue_next(&d->nq, d->o->nudge_after_ns);
+	struct itimerspec its = {{0, 0}, {0, 0}};
+
+	if (due == d->nudge_due)
+		return;
+	d->nudge_due = due;
+	its.it_value.tv_sec = (time_t)(due / 1000000000ULL);
+	its.it_value.tv_nsec = (long)(due % 1000000000ULL);
+	timerfd_settime(d->nfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+/* The horizon rose for a waiter (a ring, a sleeper that cannot ring): its nudge deadline. */
+static void nudge_track(struct daemon *d)
+{
+	if (!d->nudge_want)
+		return;
+	nudge_queue_push(&d->nq, d->pub.horizon);
+	schedule_nudge(d);
+}
+
+/*
+ * nfd fired: every ring whose deadline came, and the CPUs that still lag the latest of them
+ * and that someone waits for, nudged (each within its rate limit).  A CPU that lags it has
+ * lagged every earlier one too.
+ */
+static void on_nudge_timer(struct daemon *d)
+{
+	uint64_t v, now, upto, sent = 0;
+
+	if (read(d->nfd, &v, sizeof(v)) < 0)
+		return;
+	d->nudge_due = 0;
+	now = bd_mono_ns();
+	upto = nudge_queue_due(&d->nq, now, d->o->nudge_after_ns);
+	if (upto && publisher_nudge_targets(&d->pub, upto, sched_getcpu(), d->nudge_want)) {
+		for (uint64_t c = 0; c < d->sf.ncpu; c++)
+			if (d->nudge_want[c] && nudger_nudge(&d->nudger, c, now)) {
+				sent++;
+				log_debug("nudged cpu %llu: it lags a ring %.3f ms old",
+					  (unsigned long long)c, (double)(now - upto) / 1e6);
+			}
+		if (sent)
+			bd_store(&d->sf.ext->nudges, bd_load(&d->sf.ext->nudges) + sent);
+	}
+	schedule_nudge(d);
+}
+
 static int add_fd(int epfd, int fd, uint64_t tag)
 {
 	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = tag};
 
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
+
+static void publish_cpu_flags(struct daemon *d);
 
 static int setup(struct daemon *d, char *err, size_t errlen)
 {
@@ -307,6 +373,26 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 		return ret;
 	}
 	/*
+	 * Without nudges the daemon still serves every barrier (ticks, idle credit), only not
+	 * a tickless CPU's: a warning, not a failure.
+	 */
+	if (o->nudge_after_ns) {
+		ret = nudger_start(&d->nudger, d->sf.ncpu, NUDGE_PRIORITY, o->max_nudge_rate);
+		if (!ret)
+			d->nudge_want = calloc(d->sf.ncpu, sizeof(*d->nudge_want));
+		if (ret || !d->nudge_want) {
+			log_warn("nudges off: %s",
+				 ret == -EPERM ? "no permission for SCHED_FIFO, which a nudge needs"
+					       : strerror(ret ? -ret : ENOMEM));
+			nudger_stop(&d->nudger);
+		} else {
+			log_info("nudges: after %.3f ms, at most %llu a second per CPU",
+				 (double)o->nudge_after_ns / 1e6,
+				 (unsigned long long)o->max_nudge_rate);
+		}
+	}
+	publish_cpu_flags(d);
+	/*
 	 * The heartbeat is this thread's.  At normal priority, hundreds of runnable threads delay
 	 * it past the liveness bound (694 ms with 200 spinning threads on 2 CPUs, against 300 ms),
 	 * and every waiter then takes the daemon for dead.  SCHED_FIFO 1 when permitted, as the
@@ -325,8 +411,9 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	d->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	d->cfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	d->ffd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	d->nfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	d->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (d->epfd < 0 || d->tfd < 0 || d->cfd < 0 || d->ffd < 0 || d->sfd < 0) {
+	if (d->epfd < 0 || d->tfd < 0 || d->cfd < 0 || d->ffd < 0 || d->nfd < 0 || d->sfd < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot set up the event loop: %s", strerror(-ret));
 		return ret;
@@ -339,6 +426,7 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	    (ret = add_fd(d->epfd, d->tfd, EV_TIMER)) ||
 	    (ret = add_fd(d->epfd, d->cfd, EV_CREDIT)) ||
 	    (ret = add_fd(d->epfd, d->ffd, EV_FOLD)) ||
+	    (ret = add_fd(d->epfd, d->nfd, EV_NUDGE)) ||
 	    (ret = add_fd(d->epfd, d->sfd, EV_SIGNAL))) {
 		snprintf(err, errlen, "cannot set up the event loop: %s", strerror(-ret));
 		return ret;
@@ -388,6 +476,7 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 		uint64_t f = bd_load(&h->flags);
 		uint64_t run = BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION |
 			       BARRIERD_FEAT_DOORBELL | BARRIERD_FEAT_HORIZON |
+			       BARRIERD_FEAT_CPU_FLAGS |
 			       (d->pub.armed ? BARRIERD_FLAG_ARMED : 0);
 
 		if (!__atomic_compare_exchange_n(&h->flags, &f, run, false, __ATOMIC_RELEASE,
@@ -398,6 +487,45 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 		futex_wake_word(&h->flags);
 	}
 	return 0;
+}
+
+/*
+ * The per-CPU flags (ABI 1.2): what the kernel says of each CPU (nohz_full, isolated: no
+ * file is an empty list) and whether a nudge thread serves it.  Before the sandbox: sysfs.
+ */
+static void publish_cpu_flags(struct daemon *d)
+{
+	uint64_t n = d->sf.ncpu, nohz_unserved = 0;
+	uint64_t *flags = (uint64_t *)((uint8_t *)d->sf.hdr + barrierd_cpu_flags_offset(n));
+	bool *nohz = calloc(n, sizeof(*nohz)), *iso = calloc(n, sizeof(*iso));
+	int nn = -ENOMEM, ni = -ENOMEM;
+
+	if (nohz && iso) {
+		nn = cpu_list_read("/sys/devices/system/cpu/nohz_full", nohz, n);
+		ni = cpu_list_read("/sys/devices/system/cpu/isolated", iso, n);
+	}
+	if (nn < 0 || ni < 0)
+		log_warn("cannot read the nohz_full or isolated CPU lists (%s): not marked",
+			 strerror(-(nn < 0 ? nn : ni)));
+	for (uint64_t c = 0; c < n; c++) {
+		uint64_t f = 0;
+
+		if (nn > 0 && nohz[c])
+			f |= BARRIERD_CPUF_NOHZ_FULL;
+		if (ni > 0 && iso[c])
+			f |= BARRIERD_CPUF_ISOLATED;
+		if (nudger_serves(&d->nudger, c))
+			f |= BARRIERD_CPUF_NUDGE;
+		nohz_unserved += (f & BARRIERD_CPUF_NOHZ_FULL) && !(f & BARRIERD_CPUF_NUDGE);
+		bd_store(&flags[c], f);
+	}
+	if (nn > 0 || ni > 0)
+		log_info("%d nohz_full and %d isolated CPUs%s", nn > 0 ? nn : 0, ni > 0 ? ni : 0,
+			 nohz_unserved ? "; nohz_full CPUs without nudges: their barriers wait for "
+					 "their rare interrupts"
+				       : "");
+	free(nohz);
+	free(iso);
 }
 
 /* The one-line STATUS= summary, kept fresh for systemctl status. */
@@ -479,6 +607,7 @@ static int on_doorbell(struct daemon *d)
 	if (d->probes.switch_stamps)
 		publisher_quiet(&d->pub, sched_getcpu());
 	ask_credit(d, now);
+	nudge_track(d);
 	/*
 	 * Rings faster than the doorbell's rate (a waiter in a tight loop): a ring per barrier
 	 * costs more than following, and lost rings cost the ringers 1 ms sleeps.  Follow: then
@@ -655,6 +784,7 @@ static int serve_legacy(struct daemon *d)
 	}
 	if (publisher_credit_holds(&d->pub))
 		ask_credit(d, now);
+	nudge_track(d);
 	return 0;
 }
 
@@ -741,6 +871,9 @@ static int loop(struct daemon *d)
 				on_fold_timer(d);
 				fold = true; /* the one that was deferred */
 				break;
+			case EV_NUDGE:
+				on_nudge_timer(d);
+				break;
 			case EV_SIGNAL:
 				if (on_signal(d))
 					return 0;
@@ -792,7 +925,7 @@ int daemon_run(const struct barrierd_options *o)
 
 	memset(&d, 0, sizeof(d));
 	d.o = o;
-	d.epfd = d.tfd = d.sfd = d.cfd = d.ffd = d.online_fd = -1;
+	d.epfd = d.tfd = d.sfd = d.cfd = d.ffd = d.nfd = d.online_fd = -1;
 	d.notify.fd = -1;
 	d.bell.efd = -1;
 	d.sf.fd = d.sf.lock_fd = d.sf.inode_lock_fd = d.sf.dfd = d.sf.lock_dfd = -1;
@@ -822,6 +955,8 @@ int daemon_run(const struct barrierd_options *o)
 	}
 #endif
 	doorbell_stop(&d.bell);
+	nudger_stop(&d.nudger);
+	free(d.nudge_want);
 	/*
 	 * The file itself first: truncated, replaced or removed since the last heartbeat?  A
 	 * truncated file gets the stopped flag only (state_file_stop_truncated); a replaced or
@@ -866,6 +1001,8 @@ int daemon_run(const struct barrierd_options *o)
 		close(d.cfd);
 	if (d.ffd >= 0)
 		close(d.ffd);
+	if (d.nfd >= 0)
+		close(d.nfd);
 	if (d.sfd >= 0)
 		close(d.sfd);
 	if (d.online_fd >= 0)

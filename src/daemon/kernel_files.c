@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 ssize_t read_text_file(const char *path, char *buf, size_t size)
@@ -20,6 +21,47 @@ ssize_t read_text_file(const char *path, char *buf, size_t size)
 		return -EIO;
 	buf[n] = 0;
 	return n;
+}
+
+int cpu_list_read(const char *path, bool *in, unsigned long n)
+{
+	char buf[4096];
+	ssize_t len = read_text_file(path, buf, sizeof(buf));
+	int count = 0;
+
+	for (unsigned long c = 0; c < n; c++)
+		in[c] = false;
+	if (len == -ENOENT)
+		return 0;
+	if (len < 0 && len != -EIO)
+		return (int)len;
+	/* An empty file, or "(null)": what nohz_full shows when the kernel was booted without it. */
+	if (len < 0 || strncmp(buf, "(null)", 6) == 0)
+		return 0;
+	for (char *p = buf; *p && *p != '\n';) {
+		char *end;
+		long a = strtol(p, &end, 10), b = a;
+
+		if (end == p || a < 0)
+			return -EIO;
+		if (*end == '-') {
+			p = end + 1;
+			b = strtol(p, &end, 10);
+			if (end == p || b < a)
+				return -EIO;
+		}
+		for (long c = a; c <= b && c < (long)n; c++)
+			if (!in[c]) {
+				in[c] = true;
+				count++;
+			}
+		if (*end == ',')
+			end++;
+		else if (*end && *end != '\n')
+			return -EIO;
+		p = end;
+	}
+	return count;
 }
 
 int possible_cpus(void)

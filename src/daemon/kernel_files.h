@@ -3,6 +3,7 @@
 #ifndef BARRIERD_KERNEL_FILES_H
 #define BARRIERD_KERNEL_FILES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -17,5 +18,12 @@ ssize_t read_text_file(const char *path, char *buf, size_t size);
  * the slots and the file, and a hole in the mask is a CPU that is never online.  -errno.
  */
 int possible_cpus(void);
+
+/*
+ * A CPU list file ("2-3,5\n", or empty) into in[0..n): true for each CPU listed.  The number
+ * listed below n; 0 when the file does not exist (no such feature: an empty list); -errno or
+ * -EIO (unreadable, or not a list).
+ */
+int cpu_list_read(const char *path, bool *in, unsigned long n);
 
 #endif

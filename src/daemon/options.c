@@ -37,6 +37,15 @@ static const char usage[] =
     "                            always waited (default: only while one is seen;\n"
     "                            library clients ring, which costs one signal per\n"
     "                            lagging CPU)\n"
+    "      --nudge-after MS      when a barrier has waited this long, nudge each busy CPU\n"
+    "                            that still lags it and someone waits for: wake a\n"
+    "                            real-time thread of ours pinned there, whose switch-in\n"
+    "                            is its event; fractions such as 0.5 allowed, 0 turns\n"
+    "                            nudges off (default 10: a ticking CPU's own tick comes\n"
+    "                            first, so only tickless CPUs are nudged)\n"
+    "      --max-nudge-rate N    at most N nudges per second per CPU sustained (bursts\n"
+    "                            of up to 4), the bound on what rings can make the\n"
+    "                            daemon interrupt (default 200)\n"
     "  -v, --verbose             log what is attached and every update\n"
     "  -h, --help                show this help and exit\n"
     "  -V, --version             show the version and exit\n"
@@ -93,6 +102,39 @@ static int parse_num(const char *opt, const char *unit, const char *arg, uint64_
 	return -EINVAL;
 }
 
+/*
+ * Milliseconds with up to six decimals (microsecond resolution is what --nudge-after needs,
+ * and what no float rounding may change), as nanoseconds.
+ */
+static int parse_ms(const char *s, uint64_t max_ms, uint64_t *ns)
+{
+	uint64_t ms = 0, frac = 0, scale = 1000000;
+	const char *p = s;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		ms = ms * 10 + (uint64_t)(*p - '0');
+		if (ms > max_ms)
+			return -EINVAL;
+	}
+	if (*p == '.') {
+		p++;
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		for (; *p >= '0' && *p <= '9'; p++) {
+			if (scale == 1)
+				return -EINVAL; /* finer than a nanosecond */
+			scale /= 10;
+			frac += (uint64_t)(*p - '0') * scale;
+		}
+	}
+	if (*p || ms * 1000000ULL + frac > max_ms * 1000000ULL)
+		return -EINVAL;
+	*ns = ms * 1000000ULL + frac;
+	return 0;
+}
+
 static int add_tp(struct barrierd_options *o, const char *name, long id, char *err, size_t errlen)
 {
 	struct tp_spec *t;
@@ -132,7 +174,7 @@ static int add_tp(struct barrierd_options *o, const char *name, long id, char *e
 int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, char *err,
 		  size_t errlen)
 {
-	enum { OPT_IDLE = 256, OPT_HB, OPT_RATE, OPT_ARMED };
+	enum { OPT_IDLE = 256, OPT_HB, OPT_RATE, OPT_ARMED, OPT_NUDGE, OPT_NUDGE_RATE };
 	static const struct option longopts[] = {
 	    {"state", required_argument, NULL, 's'},
 	    {"tracepoint", required_argument, NULL, 't'},
@@ -140,6 +182,8 @@ int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, 
 	    {"heartbeat-period", required_argument, NULL, OPT_HB},
 	    {"max-credit-rate", required_argument, NULL, OPT_RATE},
 	    {"always-armed", no_argument, NULL, OPT_ARMED},
+	    {"nudge-after", required_argument, NULL, OPT_NUDGE},
+	    {"max-nudge-rate", required_argument, NULL, OPT_NUDGE_RATE},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
@@ -153,6 +197,8 @@ int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, 
 	o->idle_credit_interval_ns = 10 * 1000000ULL;
 	o->heartbeat_period_ns = 100 * 1000000ULL;
 	o->max_credit_rate = 1000;
+	o->nudge_after_ns = 10 * 1000000ULL;
+	o->max_nudge_rate = 200;
 	err[0] = 0;
 
 	optind = 0; /* full reset of getopt's state: tests parse several times */
@@ -200,6 +246,21 @@ int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, 
 			break;
 		case OPT_ARMED:
 			o->always_armed = true;
+			break;
+		case OPT_NUDGE:
+			if (parse_ms(optarg, 60000, &o->nudge_after_ns)) {
+				snprintf(err, errlen,
+					 "--nudge-after takes milliseconds from 0 to 60000 (up to six "
+					 "decimals, 0: off), not '%s'",
+					 shown(optarg, b, sizeof(b)));
+				return -EINVAL;
+			}
+			break;
+		case OPT_NUDGE_RATE:
+			if (parse_num("--max-nudge-rate", "a number", optarg, 1, 100000, &v, err,
+				      errlen))
+				return -EINVAL;
+			o->max_nudge_rate = v;
 			break;
 		case 'v':
 			o->verbose = true;

@@ -24,6 +24,8 @@ struct barrierd_options {
 	uint64_t heartbeat_period_ns;
 	uint64_t max_credit_rate; /* credit passes per second, at most */
 	bool always_armed;	  /* busy CPUs signal even with no waiter */
+	uint64_t nudge_after_ns;  /* nudge lagging CPUs this long after a ring; 0: never */
+	uint64_t max_nudge_rate;  /* nudges per second per CPU, at most */
 };
 
 enum { OPTIONS_RUN = 0, OPTIONS_EXIT_OK = 1 };

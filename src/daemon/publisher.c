@@ -576,6 +576,42 @@ bool publisher_owed(const struct publisher *p, int here, uint64_t now, uint64_t 
 	return false;
 }
 
+uint64_t publisher_nudge_targets(struct publisher *p, uint64_t upto, int here, bool *want)
+{
+	struct barrierd_header *h = p->sf->hdr;
+	uint64_t lagging = 0, n = 0;
+	long global = -1;
+
+	for (uint64_t c = 0; c < p->ncpu; c++) {
+		const struct barrierd_slot *s = &p->slots[c];
+
+		want[c] = false;
+		if (p->ns[c] > upto || !p->online[c] || (int)c == here)
+			continue;
+		/* An event past it already: the next fold publishes it (its signal is on the way). */
+		if (__atomic_load_n(&s->stamp, __ATOMIC_ACQUIRE) > upto)
+			continue;
+		if (__atomic_load_n(&s->idle, __ATOMIC_ACQUIRE) == BARRIERD_SLOT_IDLE)
+			continue;
+		want[c] = true;
+		lagging++;
+	}
+	if (!lagging)
+		return 0;
+	/* Global words first: a sleeper there waits for every CPU. */
+	global = count_word(&h->last_interrupt_ns) + count_word(&h->last_interrupt_vtime);
+	for (uint64_t c = 0; c < p->ncpu; c++) {
+		if (!want[c])
+			continue;
+		if (global == 0 && count_word(&h->per_cpu[c].last_interrupt_ns) == 0 &&
+		    count_word(&h->per_cpu[c].last_interrupt_vtime) == 0)
+			want[c] = false;
+		else
+			n++;
+	}
+	return n;
+}
+
 bool publisher_credit_needed(const struct publisher *p, int here)
 {
 	for (uint64_t c = 0; c < p->ncpu; c++) {

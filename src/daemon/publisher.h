@@ -113,6 +113,16 @@ void publisher_quiet(struct publisher *p, int here);
 bool publisher_owed(const struct publisher *p, int here, uint64_t now, uint64_t silent_ns);
 
 /*
+ * The CPUs to nudge for the demand up to `upto` (a ring's horizon whose nudge deadline came):
+ * each online CPU other than `here` that lags it in the file and in its slot, is not idle (idle
+ * credit serves those), and that someone still waits for, a sleeper on a global word (every CPU
+ * holds it back) or on one of that CPU's own words (barrierd_wait_cpus()).  Sleepers are
+ * counted as publisher_count_legacy() counts them, only once a CPU lags.  Sets want[c]; the
+ * number set.  Loads and futex counts only: what a nudge brings is evidence by rule 1 alone.
+ */
+uint64_t publisher_nudge_targets(struct publisher *p, uint64_t upto, int here, bool *want);
+
+/*
  * Would a credit pass on CPU `here` move a CPU at or below the horizon: one published idle,
  * offline or the daemon's, or `here` itself (DESIGN rule 7)?  Else a fold does as well.
  */

@@ -154,6 +154,13 @@ int sandbox_install_filter(uint64_t *flags_word)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(epoll_ctl), 1,
 				       SCMP_A1(SCMP_CMP_EQ, EPOLL_CTL_MOD));
 	/*
+	 * A nudge thread back on its CPU after that CPU went offline and came back (nudge.c):
+	 * its own affinity only (pid 0).
+	 */
+	if (!ret)
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(sched_setaffinity), 1,
+				       SCMP_A0(SCMP_CMP_EQ, 0));
+	/*
 	 * The stop's wake of the doorbell thread when its word's page was truncated away
 	 * (doorbell_stop): pthread_kill, to this process only, with that one signal.
 	 */

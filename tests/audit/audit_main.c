@@ -66,11 +66,12 @@ enum phase {
 	P_RESTART,
 	P_TIMENS,
 	P_LEGACY,
+	P_NUDGE,
 	P_HOTPLUG,
 	P_COUNT
 };
 static const char *const phase_name[] = {"stale",   "idle",   "loaded", "mixed",
-					 "restart", "timens", "legacy", "hotplug"};
+					 "restart", "timens", "legacy", "nudge",  "hotplug"};
 
 struct barrier {
 	uint8_t kind, phase;
@@ -82,6 +83,7 @@ struct barrier {
 	/* diagnostics: credits the daemon gave CPUs 0..3 during the barrier (event, idle, offline)
 	 */
 	uint16_t credits[4][3];
+	uint16_t nudges; /* nudges the daemon sent during the barrier (ext.nudges, ABI 1.2) */
 };
 
 /* The daemon's credit counters for CPUs 0..3, from the extension of a mapping of the file. */
@@ -111,6 +113,19 @@ static void credit_snapshot(const struct barrierd *b, uint64_t out[4][3])
 	credit_snapshot_map(h, size, out);
 }
 
+/* The daemon's nudge count (0 before ABI 1.2, where the word was reserved and zero). */
+static uint64_t nudges_now(const struct barrierd *b)
+{
+	size_t size;
+	const struct barrierd_header *h = barrierd_mapping(b, &size);
+	uint64_t xo = bd_load(&h->ext_offset);
+
+	if (!(bd_load(&h->flags) & BARRIERD_FEAT_EXTENSION) || !xo ||
+	    xo + sizeof(struct barrierd_ext) > size)
+		return 0;
+	return bd_load(&((const struct barrierd_ext *)((const char *)h + xo))->nudges);
+}
+
 /* What the daemon gave CPUs 0..3 between two snapshots, into a barrier's diagnostics. */
 static void credit_delta(struct barrier *r, uint64_t c0[4][3], uint64_t c1[4][3])
 {
@@ -130,6 +145,7 @@ static struct {
 	uint64_t oldest_open; /* lo of a stamp taken but not yet recorded (restart phase) */
 	unsigned long audited[P_COUNT], audited_vtime[P_COUNT], errors[P_COUNT], refused_opens;
 	unsigned long own_cpu_only[P_COUNT]; /* CPU-barriers backed only by the daemon's own CPU */
+	unsigned long nudged[P_COUNT];	     /* audited barriers during which the daemon nudged */
 	unsigned long violations, audited_total;
 	unsigned long first_violation_at;
 	const char *first_violation_phase;
@@ -143,6 +159,7 @@ static struct {
 	int64_t timeout_ns;
 	bool phase_on[P_COUNT];
 	long hotplug_cycles;
+	const char *nudge_after; /* the daemon's --nudge-after, if not its default */
 	const char *hotplug_cpus;
 } A;
 
@@ -236,7 +253,11 @@ static int daemon_start(void)
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
-		execl(audit_daemon, audit_daemon, "--state", A.h.state, (char *)NULL);
+		if (A.nudge_after)
+			execl(audit_daemon, audit_daemon, "--state", A.h.state, "--nudge-after",
+			      A.nudge_after, "--max-nudge-rate", "100000", (char *)NULL);
+		else
+			execl(audit_daemon, audit_daemon, "--state", A.h.state, (char *)NULL);
 		_exit(127);
 	}
 	if (pid < 0)
@@ -267,9 +288,24 @@ static void daemon_pin(int cpu)
 	dir = opendir(path);
 	if (!dir)
 		return;
-	while ((d = readdir(dir)))
-		if (d->d_name[0] != '.')
-			sched_setaffinity(atoi(d->d_name), sizeof(set), &set);
+	while ((d = readdir(dir))) {
+		char comm[64] = "";
+		FILE *f;
+
+		if (d->d_name[0] == '.')
+			continue;
+		/* Nudge threads stay pinned to their CPUs: moving them would move the nudges. */
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", (int)A.h.pid, d->d_name);
+		f = fopen(path, "r");
+		if (f) {
+			if (!fgets(comm, sizeof(comm), f))
+				comm[0] = 0;
+			fclose(f);
+		}
+		if (strncmp(comm, "bd-nudge/", 9) == 0)
+			continue;
+		sched_setaffinity(atoi(d->d_name), sizeof(set), &set);
+	}
 	closedir(dir);
 }
 
@@ -380,6 +416,7 @@ static void audit_one(const struct barrier *b, size_t idx)
 	}
 	A.audited[b->phase]++;
 	A.audited_vtime[b->phase] += !ns_stamp;
+	A.nudged[b->phase] += b->nudges != 0;
 	A.audited_total++;
 }
 
@@ -415,7 +452,7 @@ static int audit_pending(void)
 static int do_barrier(struct barrierd *b, enum phase ph, enum kind k)
 {
 	struct barrier r = {.kind = (uint8_t)k, .phase = (uint8_t)ph};
-	uint64_t c0[4][3], c1[4][3];
+	uint64_t c0[4][3], c1[4][3], n0 = nudges_now(b);
 
 	credit_snapshot(b, c0);
 	if (k == K_VTIME) {
@@ -431,6 +468,7 @@ static int do_barrier(struct barrierd *b, enum phase ph, enum kind k)
 	r.cpu = sched_getcpu();
 	credit_snapshot(b, c1);
 	credit_delta(&r, c0, c1);
+	r.nudges = (uint16_t)(nudges_now(b) - n0);
 	push(&r);
 	return r.rc;
 }
@@ -941,6 +979,62 @@ static int phase_legacy(void)
 	return ret;
 }
 
+/*
+ * Nudges: the daemon restarted with --nudge-after 0.1 (and a rate limit that back-to-back
+ * barriers do not reach), the client and the daemon on the first
+ * CPU, a nice-19 spinner on every other.  Those CPUs' evidence is their own tick, or the switch
+ * to the nudge thread after 0.1 ms: most barriers are nudged, and each must have an event in
+ * it on every CPU as always (the nudge thread's switch is one).  Then the daemon is restarted
+ * with its defaults, so that phases after this one see the daemon they expect.
+ */
+static int phase_nudge(void)
+{
+	unsigned long before = A.nudged[P_NUDGE];
+	uint64_t t0;
+	int ret;
+
+	if (A.nonline < 2) {
+		diag("phase nudge skipped: one CPU online");
+		return 0;
+	}
+	if (h_stop(&A.h) == -1) {
+		fatal("the daemon did not stop on SIGTERM");
+		return -1;
+	}
+	A.nudge_after = "0.1";
+	ret = daemon_start() || recorder_follow_daemon() || open_client();
+	A.nudge_after = NULL;
+	if (ret) {
+		fatal("the daemon did not start with --nudge-after (log: %s)", A.h.log);
+		return -1;
+	}
+	daemon_pin(A.online[0]);
+	test_pin(A.online[0]);
+	for (int i = 1; i < A.nonline && i < 64; i++)
+		spin_on(A.online[i]);
+	test_sleep_ms(20);
+	t0 = bd_mono_ns();
+	ret = run_barriers(P_NUDGE, count(400), 4);
+	spin_stop();
+	if (!ret)
+		ret = audit_pending();
+	daemon_pin(-1);
+	pin_all();
+	if (!ret)
+		diag("phase nudge   %5ld barriers in %6.2f s (nudged among those audited so far: "
+		     "%lu)",
+		     count(400), (double)(bd_mono_ns() - t0) / 1e9, A.nudged[P_NUDGE] - before);
+	if (h_stop(&A.h) == -1) {
+		fatal("the daemon did not stop on SIGTERM");
+		return -1;
+	}
+	if (daemon_start() || recorder_follow_daemon()) {
+		fatal("the daemon did not restart (log: %s)", A.h.log);
+		return -1;
+	}
+	return ret;
+}
+
 /* ---- CPU hotplug (on request: --phases hotplug) --------------------------------------------- */
 
 /* Write "0" or "1" to CPU cpu's online file; 0 or -errno. */
@@ -1168,7 +1262,7 @@ static void usage(void)
 		"[--timeout-ms N] [--min-audited N] [--expect-violation] [--stop-at-first]\n"
 		"       [--brief-evidence-only] [--hotplug-cycles N] [--hotplug-cpus LIST]\n"
 		"       [--bracket-lenient]\n"
-		"phases: stale,idle,loaded,mixed,restart,timens,legacy (default: these), hotplug\n"
+		"phases: stale,idle,loaded,mixed,restart,timens,legacy,nudge (default: these), hotplug\n"
 		"(takes CPUs offline and back: only on request)\n");
 	exit(2);
 }
@@ -1209,7 +1303,7 @@ int main(int argc, char **argv)
 	};
 	int (*const run[P_COUNT])(void) = {phase_stale,	 phase_idle,	phase_loaded,
 					   phase_mixed,	 phase_restart, phase_timens,
-					   phase_legacy, phase_hotplug};
+					   phase_legacy, phase_nudge,	phase_hotplug};
 	uint8_t online[AUDIT_MAX_CPUS];
 	uint64_t t0 = bd_mono_ns();
 	bool bracket_lenient = false;
@@ -1306,9 +1400,9 @@ int main(int argc, char **argv)
 	for (int k = 0; k < P_COUNT; k++)
 		if (A.phase_on[k])
 			diag("  %-8s %6lu audited (%lu ns, %lu vtime), %lu did not complete, %lu "
-			     "CPU-barriers backed only by the daemon's own CPU",
+			     "CPU-barriers backed only by the daemon's own CPU, %lu nudged",
 			     phase_name[k], A.audited[k], A.audited[k] - A.audited_vtime[k],
-			     A.audited_vtime[k], A.errors[k], A.own_cpu_only[k]);
+			     A.audited_vtime[k], A.errors[k], A.own_cpu_only[k], A.nudged[k]);
 	diag("  total    %6lu audited, %lu violations, %.1f s", A.audited_total, A.violations,
 	     (double)(bd_mono_ns() - t0) / 1e9);
 	diag("  recorder: %llu records, %llu switches away from a task never traced, %llu "

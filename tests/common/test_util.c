@@ -205,26 +205,43 @@ int test_system(const char *fmt, ...)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+pid_t test_spin_on(int cpu, int niceness)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		/* Never outlive the test, whatever ends it (a failed assertion, a kill). */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() == 1)
+			_exit(0);
+		test_pin(cpu);
+		if (nice(niceness) < 0) {
+		}
+		for (;;)
+			__asm__ __volatile__("pause");
+	}
+	return pid;
+}
+
 int test_spinners(pid_t *pids, int max)
 {
 	int n = (int)sysconf(_SC_NPROCESSORS_ONLN);
 
 	if (n > max)
 		n = max;
-	for (int i = 0; i < n; i++) {
-		pids[i] = fork();
-		if (pids[i] == 0) {
-			/* Never outlive the test, whatever ends it (a failed assertion, a kill). */
-			if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() == 1)
-				_exit(0);
-			test_pin(i);
-			if (nice(19) < 0) {
-			}
-			for (;;)
-				__asm__ __volatile__("pause");
-		}
-	}
+	for (int i = 0; i < n; i++)
+		pids[i] = test_spin_on(i, 19);
 	return n;
+}
+
+void test_unpin(void)
+{
+	cpu_set_t all;
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+
+	CPU_ZERO(&all);
+	for (long c = 0; c < n && c < CPU_SETSIZE; c++)
+		CPU_SET(c, &all);
+	sched_setaffinity(0, sizeof(all), &all);
 }
 
 void test_kill_all(pid_t *pids, int n)

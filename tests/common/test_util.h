@@ -59,14 +59,17 @@ long test_futex_wake(const uint64_t *word);
  */
 int test_await_sleeper(const uint64_t *word, uint64_t timeout_ns);
 
-/* Pin the calling thread to one CPU. */
+/* Pin the calling thread to one CPU; test_unpin: back to every CPU. */
 void test_pin(int cpu);
+void test_unpin(void);
 /* Wait for a child with a hang guard (SIGKILL after it); its wait status, or -1. */
 int test_reap(pid_t pid, int seconds);
 /* Run a shell command (printf format); its exit status, or -1. */
 int test_system(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* nice-19 spinners pinned to each CPU, for "loaded" runs; how many were started. */
 int test_spinners(pid_t *pids, int max);
+/* One spinner pinned to cpu at that nice level (it dies with us); its pid, or -1. */
+pid_t test_spin_on(int cpu, int niceness);
 void test_kill_all(pid_t *pids, int n);
 
 #endif

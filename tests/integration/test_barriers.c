@@ -279,6 +279,80 @@ static void legacy_sleeper_is_a_ring(void **state)
 	munmap((void *)m, sz);
 }
 
+/* The daemon's nudge count (ext.nudges, ABI 1.2). */
+static uint64_t nudges(const struct barrierd_header *m)
+{
+	const struct barrierd_ext *x = (const void *)((const char *)m + m->ext_offset);
+
+	return bd_load(&x->nudges);
+}
+
+/*
+ * Nudges go only to CPUs that lag a waiter past --nudge-after and that the waiter needs
+ * (docs/DESIGN.md §4.5): the daemon and the waiter on CPU 0, a nice-19 spinner on every other
+ * CPU.  Waits for CPU 0 alone nudge nothing, although every other CPU lags each of them; waits
+ * for all CPUs nudge the spinners' CPUs.  The heartbeat and the slow timer are at 60 s, so
+ * what completes a wait for all is a tick or a nudge.
+ */
+static void nudges_only_lagging_cpus_waited_for(void **state)
+{
+	const char *extra[] = {"--nudge-after",	     "0.1", "--max-nudge-rate", "100000",
+			       "--heartbeat-period", "60000", "--idle-credit-interval", "60000",
+			       NULL};
+	const struct barrierd_header *m;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	struct barrierd *b;
+	pid_t spin[64];
+	int ns = 0;
+	cpu_set_t zero;
+	uint64_t n0, n1, n2;
+	size_t sz = 0;
+
+	(void)state;
+	if (ncpu < 2)
+		test_skip_or_fail("needs two CPUs");
+	test_pin(0);
+	assert_int_equal(h_start(&H, 0, extra), 0);
+	m = map_ro(H.state, &sz);
+	assert_non_null(m);
+	assert_int_equal(barrierd_open(&b, H.state), 0);
+	for (long c = 1; c < ncpu && c < 64; c++)
+		spin[ns++] = test_spin_on((int)c, 19);
+	test_sleep_ms(20);
+	CPU_ZERO(&zero);
+	CPU_SET(0, &zero);
+	n0 = nudges(m);
+	for (int i = 0; i < 200; i++) {
+		int rc = barrierd_wait_cpus(b, barrierd_stamp_ns(b), &zero, sizeof(zero),
+					    5 * TEST_SEC);
+
+		if (rc) {
+			test_kill_all(spin, ns);
+			fail_msg("wait for CPU 0, %d: %s", i, strerror(-rc));
+		}
+		usleep((unsigned)(i % 5) * 100);
+	}
+	n1 = nudges(m);
+	for (int i = 0; i < 200; i++) {
+		int rc = barrierd_barrier(b, 5 * TEST_SEC);
+
+		if (rc) {
+			test_kill_all(spin, ns);
+			fail_msg("barrier %d: %s", i, strerror(-rc));
+		}
+		usleep((unsigned)(i % 5) * 100);
+	}
+	n2 = nudges(m);
+	test_kill_all(spin, ns);
+	printf("nudges: %llu during 200 waits for CPU 0, %llu during 200 barriers\n",
+	       (unsigned long long)(n1 - n0), (unsigned long long)(n2 - n1));
+	barrierd_close(b);
+	munmap((void *)m, sz);
+	test_unpin();
+	assert_int_equal(n1 - n0, 0);
+	assert_true(n2 > n1);
+}
+
 static void original_layout_client(void **state)
 {
 	(void)state;
@@ -301,6 +375,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(horizon_serves_busy_cpus_pinned, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(legacy_sleeper_is_a_ring, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(original_layout_client, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(nudges_only_lagging_cpus_waited_for, h_setup,
+					    h_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -46,6 +46,7 @@ static void extension_layout(void **state)
 	assert_int_equal(sizeof(struct barrierd_ext), 128);
 	assert_int_equal(offsetof(struct barrierd_ext, stop_ns), 56);
 	assert_int_equal(offsetof(struct barrierd_ext, stop_vtime), 64);
+	assert_int_equal(offsetof(struct barrierd_ext, nudges), 80);
 	assert_int_equal(sizeof(struct barrierd_ext_cpu), 32);
 	for (uint64_t n = 1; n <= 4096; n = n * 2 + 1) {
 		uint64_t xo = barrierd_ext_offset(n);
@@ -53,7 +54,8 @@ static void extension_layout(void **state)
 		assert_true(xo % 64 == 0);
 		assert_true(xo >= 128 + 16 * n);
 		assert_true(xo < 128 + 16 * n + 64);
-		assert_int_equal(barrierd_file_size(n), xo + 128 + 32 * n);
+		assert_int_equal(barrierd_cpu_flags_offset(n), xo + 128 + 32 * n);
+		assert_int_equal(barrierd_file_size(n), xo + 128 + 32 * n + 8 * n);
 	}
 }
 

@@ -769,6 +769,50 @@ static void fallback_error_returned(void **state)
 }
 
 /*
+ * membarrier unavailable (here EPERM, as under seccomp; EINVAL under nohz_full) while the
+ * daemon is live: the wait goes on with the daemon past fallback_after_ns, until its timeout
+ * or its evidence, instead of returning the error.  In a child, as above; the daemon's
+ * heartbeat thread stays in this process and keeps it live through the shared mapping.
+ */
+static void fallback_unavailable_waits_for_daemon(void **state)
+{
+	struct fx *f = *state;
+	struct barrierd *fb = open_fallback(f, 10 * TEST_MS);
+	uint64_t s = stamp(fb);
+	int pfd[2], res[3] = {1, 1, 1}, st = 0;
+	pid_t pid;
+
+	assert_int_equal(pipe(pfd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int r[3];
+
+		close(pfd[0]);
+		alarm(30);
+		r[0] = deny_membarrier();
+		r[1] = barrierd_wait(fb, s, 60 * TEST_MS);
+		if (write(pfd[1], r, sizeof(int) * 2) != (ssize_t)(sizeof(int) * 2))
+			_exit(1);
+		r[2] = barrierd_wait(fb, s, TEST_HANG_GUARD_NS);
+		_exit(write(pfd[1], &r[2], sizeof(int)) == (ssize_t)sizeof(int) ? 0 : 1);
+	}
+	close(pfd[1]);
+	assert_int_equal(read(pfd[0], res, sizeof(int) * 2), sizeof(int) * 2);
+	/* The child now waits with the hang guard: the evidence ends it. */
+	test_sleep_ms(20);
+	fake_credit_all(&f->s, s + 1);
+	assert_int_equal(read(pfd[0], &res[2], sizeof(int)), sizeof(int));
+	close(pfd[0]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(res[0], 0);
+	assert_int_equal(res[1], -ETIMEDOUT);
+	assert_int_equal(res[2], 0);
+	barrierd_close(fb);
+}
+
+/*
  * A restarted daemon updates the same inode in place: bumps the generation, keeps every value
  * (none may go back within a boot), resumes vtime above all of them.  A handle opened before
  * the restart keeps working.
@@ -1529,6 +1573,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(stopped_without_extension_trusts_nothing, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(fallback_after_bound, setup, teardown),
+	    cmocka_unit_test_setup_teardown(fallback_unavailable_waits_for_daemon, setup,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(fallback_error_returned, setup, teardown),
 	    cmocka_unit_test_setup_teardown(restart_keeps_handle, setup, teardown),
 	    cmocka_unit_test_setup_teardown(barrier_with_busy_machine, setup, teardown),

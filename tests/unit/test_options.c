@@ -47,6 +47,38 @@ static void defaults(void **state)
 	assert_int_equal(o.idle_credit_interval_ns, 10000000);
 	assert_int_equal(o.heartbeat_period_ns, 100000000);
 	assert_int_equal(o.max_credit_rate, 1000); /* the flood bound docs/DESIGN.md states */
+	assert_int_equal(o.nudge_after_ns, 10000000);
+	assert_int_equal(o.max_nudge_rate, 200); /* the nudge bound docs/DESIGN.md states */
+}
+
+/* --nudge-after: milliseconds to the nanosecond, 0 (off) included; no sign, no exponent. */
+static void nudge_after(void **state)
+{
+	static const struct {
+		const char *arg;
+		uint64_t ns;
+	} good[] = {{"0", 0},	       {"0.5", 500000},	  {"2", 2000000}, {"0.000001", 1},
+		    {"1.25", 1250000}, {"60000", 60000000000ULL}};
+	static const char *const bad[] = {"", "-1", "0.", ".5", "1e3", "0.0000001", "60000.1",
+					  "60001", "x", "1.5ms", "99999999999999999999"};
+	struct barrierd_options o;
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		assert_int_equal(parse(&o, err, sizeof(err), "--nudge-after", good[i].arg, NULL),
+				 OPTIONS_RUN);
+		assert_int_equal(o.nudge_after_ns, good[i].ns);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(parse(&o, err, sizeof(err), "--nudge-after", bad[i], NULL),
+				 -EINVAL);
+		assert_non_null(strstr(err, "--nudge-after"));
+	}
+	assert_int_equal(parse(&o, err, sizeof(err), "--max-nudge-rate", "50", NULL), OPTIONS_RUN);
+	assert_int_equal(o.max_nudge_rate, 50);
+	assert_int_equal(parse(&o, err, sizeof(err), "--max-nudge-rate", "0", NULL), -EINVAL);
+	assert_non_null(strstr(err, "--max-nudge-rate"));
 }
 
 static void names_replace_defaults(void **state)
@@ -168,6 +200,7 @@ int main(void)
 	    cmocka_unit_test(names_replace_defaults),
 	    cmocka_unit_test(original_command_line),
 	    cmocka_unit_test(bad_input),
+	    cmocka_unit_test(nudge_after),
 	    cmocka_unit_test(help_and_version),
 	    cmocka_unit_test(unknown_short_option_in_cluster),
 	    cmocka_unit_test(reason_is_one_line),

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * nohz_probe: what today's daemon does on nohz_full CPUs (issue 14), run in a guest booted
- * with nohz_full=.  A finding, not an assertion: a nohz_full CPU running one task takes no
- * tick, so it produces no evidence, and a barrier waits until its timeout or until something
- * else interrupts that CPU (DESIGN.md section 5).
+ * nohz_probe: what the daemon does on nohz_full CPUs, run in a guest booted with nohz_full=.
+ * A nohz_full CPU running one task takes no tick, so it produces no evidence of its own; the
+ * daemon nudges it once a barrier has waited --nudge-after (DESIGN.md §4.5).  With
+ * --expect-complete every barrier must complete (with nudges on), else it is a finding.
  *
  * Against the real daemon: short-timeout barriers with every CPU idle, then with a spinner on
  * each nohz_full CPU.  For each barrier it prints the result, the time taken, the CPUs whose
@@ -15,6 +15,7 @@
 #include <barrierd.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,10 +87,14 @@ static int barriers(struct barrierd *b, const struct barrierd_header *m, const c
 		char lag[256] = "", ticks[256] = "";
 		int rc, ncpu = (int)bd_load(&m->ncpu);
 
+		const struct barrierd_ext *x = (const void *)((const char *)m + m->ext_offset);
+		uint64_t n0 = bd_load(&x->nudges), n1;
+
 		local_timer_counts(loc0, MAX_CPUS);
 		rc = barrierd_wait(b, stamp, timeout_ns);
 		t1 = bd_mono_ns();
 		local_timer_counts(loc1, MAX_CPUS);
+		n1 = bd_load(&x->nudges);
 		for (int c = 0; c < ncpu && c < MAX_CPUS; c++)
 			if (bd_load(&m->per_cpu[c].last_interrupt_ns) <= stamp)
 				snprintf(lag + strlen(lag), sizeof(lag) - strlen(lag), " %d", c);
@@ -98,9 +103,10 @@ static int barriers(struct barrierd *b, const struct barrierd_header *m, const c
 				 " cpu%d:%llu", nohz[k],
 				 (unsigned long long)(loc1[nohz[k]] - loc0[nohz[k]]));
 		printf("%s barrier %d: %s after %.1f ms; CPUs not past the stamp:%s; local timer "
-		       "interrupts meanwhile:%s\n",
+		       "interrupts meanwhile:%s; nudges: %llu\n",
 		       what, i, rc == 0 ? "completed" : strerror(-rc), (double)(t1 - t0) / 1e6,
-		       lag[0] ? lag : " none", ticks[0] ? ticks : " (no nohz_full CPU)");
+		       lag[0] ? lag : " none", ticks[0] ? ticks : " (no nohz_full CPU)",
+		       (unsigned long long)(n1 - n0));
 		if (rc == 0 && lag[0]) {
 			printf("BROKEN: barrier %d completed with CPUs not past its stamp\n", i);
 			broken = 1;
@@ -121,11 +127,13 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 	    {"timeout-ms", required_argument, NULL, 't'},
 	    {"barriers", required_argument, NULL, 'n'},
+	    {"expect-complete", no_argument, NULL, 'e'},
 	    {0},
 	};
 	char list[256] = "";
 	int64_t timeout_ns = 2000000000LL;
 	int n = 5, c, idle_done, busy_done;
+	bool expect_complete = false;
 	pid_t spin[MAX_CPUS];
 	struct barrierd *b;
 	const struct barrierd_header *m;
@@ -137,6 +145,8 @@ int main(int argc, char **argv)
 			timeout_ns = atol(optarg) * 1000000LL;
 		else if (c == 'n')
 			n = atoi(optarg);
+		else if (c == 'e')
+			expect_complete = true;
 		else
 			return 64;
 	}
@@ -189,5 +199,10 @@ int main(int argc, char **argv)
 	printf("FINDING: nohz_full=%s: idle %d/%d completed, one spinner per nohz_full CPU %d/%d "
 	       "completed (timeout %.0f ms)\n",
 	       nnohz ? list : "none", idle_done, n, busy_done, n, (double)timeout_ns / 1e6);
+	if (expect_complete && (idle_done < n || busy_done < n)) {
+		printf("FAILED: --expect-complete, and %d of %d barriers did not complete\n",
+		       2 * n - idle_done - busy_done, 2 * n);
+		return 1;
+	}
 	return broken;
 }

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Nudges (docs/DESIGN.md, "Nudges"): one thread per CPU, pinned there at SCHED_FIFO, asleep on
+ * a futex word of its own.  Waking it makes that CPU switch to it: a sched_switch on that CPU,
+ * stamped and signalled as any other event.  A nudge is only a way to make an event happen;
+ * what it stamps is evidence by rule 1 alone.
+ */
+#ifndef BARRIERD_NUDGE_H
+#define BARRIERD_NUDGE_H
+
+#include "rate_limit.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/*
+ * The horizons of the rings whose nudge deadline (horizon + --nudge-after) has not come yet,
+ * oldest first.  Pure logic, tested on its own (tests/unit/test_nudge_queue.c).  Horizons only
+ * grow, so the queue stays sorted.  Full (rings faster than NUDGE_QUEUE per deadline, which
+ * the doorbell's rate limit keeps from happening at the defaults), the newest entry moves up
+ * to the new horizon: that ring's deadline comes later, none is lost.
+ */
+#define NUDGE_QUEUE 32
+
+struct nudge_queue {
+	uint64_t h[NUDGE_QUEUE];
+	unsigned head, n;
+};
+
+static inline void nudge_queue_push(struct nudge_queue *q, uint64_t h)
+{
+	unsigned last = (q->head + q->n - 1) % NUDGE_QUEUE;
+
+	if (q->n && q->h[last] >= h)
+		return; /* no later than a ring already waiting: covered by it */
+	if (q->n == NUDGE_QUEUE) {
+		q->h[last] = h;
+		return;
+	}
+	q->h[(q->head + q->n++) % NUDGE_QUEUE] = h;
+}
+
+/* Remove every horizon whose deadline has come; the latest of them, or 0 if none. */
+static inline uint64_t nudge_queue_due(struct nudge_queue *q, uint64_t now, uint64_t after)
+{
+	uint64_t due = 0;
+
+	while (q->n && q->h[q->head] + after <= now) {
+		due = q->h[q->head];
+		q->head = (q->head + 1) % NUDGE_QUEUE;
+		q->n--;
+	}
+	return due;
+}
+
+/* The next deadline, or 0 if nothing waits. */
+static inline uint64_t nudge_queue_next(const struct nudge_queue *q, uint64_t after)
+{
+	return q->n ? q->h[q->head] + after : 0;
+}
+
+/* Nudges per CPU in a burst, above the sustained --max-nudge-rate. */
+#define BARRIERD_NUDGE_BURST 4
+
+struct nudge_cpu {
+	struct nudger *n;
+	int cpu;
+	bool started;
+	pthread_t thread;
+	uint32_t word;		 /* __atomic: bumped by each nudge; the thread sleeps while unchanged */
+	struct rate_limit limit; /* main thread only */
+	uint64_t sent;		 /* main thread only: nudges sent */
+	uint64_t held;		 /* main thread only: nudges the rate limit held back */
+};
+
+struct nudger {
+	uint64_t ncpu;
+	struct nudge_cpu *cpu;
+	volatile int stop;
+	int start_err;
+	uint64_t sent; /* all CPUs */
+	uint64_t held;
+};
+
+/*
+ * Start one thread per CPU of the ncpu that is online now (a CPU offline at the start gets
+ * none and is never nudged), each pinned to its CPU at SCHED_FIFO `priority`, at most `rate`
+ * nudges per second sustained.  Threads drop their own privileges before they sleep; call
+ * before the seccomp filter (installed with TSYNC, it covers them).  0, or a negative errno
+ * (EPERM: no permission for SCHED_FIFO, which a nudge needs to preempt the CPU's task).
+ */
+int nudger_start(struct nudger *n, uint64_t ncpu, int priority, uint64_t rate);
+/* Nudge CPU c now, unless its rate limit holds it back.  True if sent. */
+bool nudger_nudge(struct nudger *n, uint64_t c, uint64_t now);
+/* Has CPU c a nudge thread? */
+static inline bool nudger_serves(const struct nudger *n, uint64_t c)
+{
+	return n->cpu && c < n->ncpu && n->cpu[c].started;
+}
+/* Stop and join every thread. */
+void nudger_stop(struct nudger *n);
+
+#endif
