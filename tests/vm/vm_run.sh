@@ -116,36 +116,45 @@ EOF
 
 echo "vm_run.sh: $name: kernel $kver, $cpus vCPUs (TCG), set '$set', append '$append'"
 echo "vm_run.sh: modules: ${order[*]}"
-t0=$(date +%s.%N)
-set +e
-# TCG, named explicitly: /dev/kvm exists here, but a nested KVM guest hangs at boot.  The
-# timeout is the hang guard; panic=-1 with -no-reboot turns a guest panic into QEMU's exit.
-timeout -k 10 "$timeout" qemu-system-x86_64 \
-	-accel tcg,thread=multi -cpu max -smp "$cpus" -m "$memory" \
-	-nodefaults -no-user-config -display none -nic none -no-reboot \
-	-serial "file:$out/console.log" \
-	-kernel "$vmlinuz" -initrd "$boot/initramfs.cpio" \
-	-append "console=ttyS0 panic=-1 rdinit=/init loglevel=4 mitigations=off lapic=notscdeadline bdvm_script=$here/guest.sh bdvm_out=$out $append" \
-	-virtfs "local,path=/,mount_tag=bdroot,security_model=none,readonly=on,multidevs=remap" \
-	-virtfs "local,path=$out,mount_tag=bdout,security_model=none,multidevs=remap" \
-	${BARRIERD_VM_QEMU_ARGS:-}
-qemu_status=$?
-set -e
-t1=$(date +%s.%N)
+# One guest run: QEMU's status in qemu_status, its wall times in t0 and t1.
+run_guest() {
+	t0=$(date +%s.%N)
+	set +e
+	# TCG, named explicitly: /dev/kvm exists here, but a nested KVM guest hangs at boot.  One
+	# thread for all vCPUs: under MTTCG (thread=multi) a vCPU could loop for good on the int3
+	# of a tracepoint site the kernel was patching (tests/vm/README.md, "Accelerator").  The
+	# timeout is the hang guard; panic=-1 with -no-reboot turns a guest panic into QEMU's
+	# exit.  Console level 5 and every CPU's backtrace on a soft lockup: a hang's console
+	# shows where each CPU was.
+	timeout -k 10 "$timeout" qemu-system-x86_64 \
+		-accel tcg,thread=single -cpu max -smp "$cpus" -m "$memory" \
+		-nodefaults -no-user-config -display none -nic none -no-reboot \
+		-serial "file:$out/console.log" \
+		-kernel "$vmlinuz" -initrd "$boot/initramfs.cpio" \
+		-append "console=ttyS0 panic=-1 rdinit=/init loglevel=5 softlockup_all_cpu_backtrace=1 mitigations=off lapic=notscdeadline bdvm_script=$here/guest.sh bdvm_out=$out $append" \
+		-virtfs "local,path=/,mount_tag=bdroot,security_model=none,readonly=on,multidevs=remap" \
+		-virtfs "local,path=$out,mount_tag=bdout,security_model=none,multidevs=remap" \
+		${BARRIERD_VM_QEMU_ARGS:-}
+	qemu_status=$?
+	set -e
+	t1=$(date +%s.%N)
 
-if [ -e "$out/boot" ]; then
-	# Host wall time from QEMU's start to the guest script's first write.
-	tb=$(date -r "$out/boot" +%s.%N)
-	echo "vm_run.sh: $name: guest script started $(awk -v a="$t0" -v b="$tb" 'BEGIN { printf "%.1f", b - a }') s after QEMU ($(cat "$out/boot"))"
-fi
-echo "vm_run.sh: $name: QEMU exited with $qemu_status after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s"
-if [ -e "$out/results" ]; then
-	echo "---- results ($out)"
-	cat "$out/results"
-fi
-if [ "$qemu_status" = 124 ] || [ "$qemu_status" = 137 ]; then
-	echo "vm_run.sh: $name: the guest hung: killed after ${timeout} s" >&2
-fi
+	if [ -e "$out/boot" ]; then
+		# Host wall time from QEMU's start to the guest script's first write.
+		tb=$(date -r "$out/boot" +%s.%N)
+		echo "vm_run.sh: $name: guest script started $(awk -v a="$t0" -v b="$tb" 'BEGIN { printf "%.1f", b - a }') s after QEMU ($(cat "$out/boot"))"
+	fi
+	echo "vm_run.sh: $name: QEMU exited with $qemu_status after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s"
+	if [ -e "$out/results" ]; then
+		echo "---- results ($out)"
+		cat "$out/results"
+	fi
+	if [ "$qemu_status" = 124 ] || [ "$qemu_status" = 137 ]; then
+		echo "vm_run.sh: $name: the guest hung: killed after ${timeout} s" >&2
+	fi
+}
+
+run_guest
 if [ ! -s "$out/init-status" ]; then
 	echo "vm_run.sh: $name: the guest reported no status; console:" >&2
 	tail -n 40 "$out/console.log" >&2 || true
