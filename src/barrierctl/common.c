@@ -123,7 +123,9 @@ int bctl_snapshot_take(struct barrierd *b, const char *path, struct bctl_snapsho
 	s->flags = bd_load(&h->flags);
 	x = ext_of(h, size, s->ncpu, s->flags);
 	s->has_ext = x != NULL;
+	/* Our daemons lay the extension out where barrierd_ext_offset() says: so are the flags. */
 	s->has_cpu_flags = x && (s->flags & BARRIERD_FEAT_CPU_FLAGS) &&
+			   bd_load(&h->ext_offset) == barrierd_ext_offset(s->ncpu) &&
 			   barrierd_file_size(s->ncpu) <= size;
 	s->cpu = calloc(s->ncpu, sizeof(*s->cpu));
 	if (!s->cpu)
@@ -426,9 +428,11 @@ void bctl_render_text(FILE *f, const struct bctl_snapshot *s, uint64_t threshold
 			cause_phrase(s->last_advance_cause),
 			BARRIERD_CAUSE_CPU(s->last_advance_cause));
 	if (s->has_ext)
-		fprintf(f, "passes:       %llu (%llu credit passes), %llu doorbell rings, %llu nudges\n",
-			(unsigned long long)s->passes, (unsigned long long)s->credit_passes,
-			(unsigned long long)s->doorbell_rings, (unsigned long long)s->nudges);
+		fprintf(
+		    f,
+		    "passes:       %llu (%llu credit passes), %llu doorbell rings, %llu nudges\n",
+		    (unsigned long long)s->passes, (unsigned long long)s->credit_passes,
+		    (unsigned long long)s->doorbell_rings, (unsigned long long)s->nudges);
 
 	fprintf(f, "\n%5s  %-8s %12s %12s %10s %10s %10s %10s\n", "CPU", "STATE", "LAG_MS",
 		"BEHIND_MS", "VTIME_LAG", "EVENT", "IDLE", "OFFLINE");

@@ -55,10 +55,10 @@ struct daemon {
 	struct probes probes;
 	struct publisher pub;
 	struct doorbell bell;
-	struct nudger nudger;	/* started only with --nudge-after > 0 and SCHED_FIFO allowed */
-	struct nudge_queue nq;	/* rings whose nudge deadline has not come */
-	bool *nudge_want;	/* per CPU, publisher_nudge_targets' answer */
-	uint64_t nudge_due;	/* when nfd fires (absolute), 0: not set */
+	struct nudger nudger;  /* started only with --nudge-after > 0 and SCHED_FIFO allowed */
+	struct nudge_queue nq; /* rings whose nudge deadline has not come */
+	bool *nudge_want;      /* per CPU, publisher_nudge_targets' answer */
+	uint64_t nudge_due;    /* when nfd fires (absolute), 0: not set */
 	int epfd, tfd, sfd, cfd, ffd, nfd, online_fd;
 	struct notifier notify;
 	struct rate_limit credit_limit; /* --max-credit-rate, with a burst */
@@ -425,8 +425,7 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	    (ret = add_fd(d->epfd, d->bell.efd, EV_DOORBELL)) ||
 	    (ret = add_fd(d->epfd, d->tfd, EV_TIMER)) ||
 	    (ret = add_fd(d->epfd, d->cfd, EV_CREDIT)) ||
-	    (ret = add_fd(d->epfd, d->ffd, EV_FOLD)) ||
-	    (ret = add_fd(d->epfd, d->nfd, EV_NUDGE)) ||
+	    (ret = add_fd(d->epfd, d->ffd, EV_FOLD)) || (ret = add_fd(d->epfd, d->nfd, EV_NUDGE)) ||
 	    (ret = add_fd(d->epfd, d->sfd, EV_SIGNAL))) {
 		snprintf(err, errlen, "cannot set up the event loop: %s", strerror(-ret));
 		return ret;
@@ -476,8 +475,7 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 		uint64_t f = bd_load(&h->flags);
 		uint64_t run = BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION |
 			       BARRIERD_FEAT_DOORBELL | BARRIERD_FEAT_HORIZON |
-			       BARRIERD_FEAT_CPU_FLAGS |
-			       (d->pub.armed ? BARRIERD_FLAG_ARMED : 0);
+			       BARRIERD_FEAT_CPU_FLAGS | (d->pub.armed ? BARRIERD_FLAG_ARMED : 0);
 
 		if (!__atomic_compare_exchange_n(&h->flags, &f, run, false, __ATOMIC_RELEASE,
 						 __ATOMIC_RELAXED)) {

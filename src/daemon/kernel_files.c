@@ -35,7 +35,8 @@ int cpu_list_read(const char *path, bool *in, unsigned long n)
 		return 0;
 	if (len < 0 && len != -EIO)
 		return (int)len;
-	/* An empty file, or "(null)": what nohz_full shows when the kernel was booted without it. */
+	/* An empty file, or "(null)": what nohz_full shows when the kernel was booted without it.
+	 */
 	if (len < 0 || strncmp(buf, "(null)", 6) == 0)
 		return 0;
 	for (char *p = buf; *p && *p != '\n';) {

@@ -68,7 +68,7 @@ struct nudge_cpu {
 	int cpu;
 	bool started;
 	pthread_t thread;
-	uint32_t word;		 /* __atomic: bumped by each nudge; the thread sleeps while unchanged */
+	uint32_t word; /* __atomic: bumped by each nudge; the thread sleeps while unchanged */
 	struct rate_limit limit; /* main thread only */
 	uint64_t sent;		 /* main thread only: nudges sent */
 	uint64_t held;		 /* main thread only: nudges the rate limit held back */

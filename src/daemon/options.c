@@ -249,10 +249,11 @@ int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, 
 			break;
 		case OPT_NUDGE:
 			if (parse_ms(optarg, 60000, &o->nudge_after_ns)) {
-				snprintf(err, errlen,
-					 "--nudge-after takes milliseconds from 0 to 60000 (up to six "
-					 "decimals, 0: off), not '%s'",
-					 shown(optarg, b, sizeof(b)));
+				snprintf(
+				    err, errlen,
+				    "--nudge-after takes milliseconds from 0 to 60000 (up to six "
+				    "decimals, 0: off), not '%s'",
+				    shown(optarg, b, sizeof(b)));
 				return -EINVAL;
 			}
 			break;

@@ -588,7 +588,8 @@ uint64_t publisher_nudge_targets(struct publisher *p, uint64_t upto, int here, b
 		want[c] = false;
 		if (p->ns[c] > upto || !p->online[c] || (int)c == here)
 			continue;
-		/* An event past it already: the next fold publishes it (its signal is on the way). */
+		/* An event past it already: the next fold publishes it (its signal is on the way).
+		 */
 		if (__atomic_load_n(&s->stamp, __ATOMIC_ACQUIRE) > upto)
 			continue;
 		if (__atomic_load_n(&s->idle, __ATOMIC_ACQUIRE) == BARRIERD_SLOT_IDLE)

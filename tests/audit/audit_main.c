@@ -70,8 +70,8 @@ enum phase {
 	P_HOTPLUG,
 	P_COUNT
 };
-static const char *const phase_name[] = {"stale",   "idle",   "loaded", "mixed",
-					 "restart", "timens", "legacy", "nudge",  "hotplug"};
+static const char *const phase_name[] = {"stale",  "idle",   "loaded", "mixed",	 "restart",
+					 "timens", "legacy", "nudge",  "hotplug"};
 
 struct barrier {
 	uint8_t kind, phase;
@@ -275,7 +275,7 @@ static int daemon_start(void)
  */
 static void daemon_pin(int cpu)
 {
-	char path[64];
+	char path[320];
 	struct dirent *d;
 	cpu_set_t set;
 	DIR *dir;
@@ -1262,7 +1262,8 @@ static void usage(void)
 		"[--timeout-ms N] [--min-audited N] [--expect-violation] [--stop-at-first]\n"
 		"       [--brief-evidence-only] [--hotplug-cycles N] [--hotplug-cpus LIST]\n"
 		"       [--bracket-lenient]\n"
-		"phases: stale,idle,loaded,mixed,restart,timens,legacy,nudge (default: these), hotplug\n"
+		"phases: stale,idle,loaded,mixed,restart,timens,legacy,nudge (default: these), "
+		"hotplug\n"
 		"(takes CPUs offline and back: only on request)\n");
 	exit(2);
 }

@@ -28,7 +28,7 @@ void fake_fill(void *buf, uint64_t ncpu, uint64_t now)
 	h->header_size = sizeof(struct barrierd_header);
 	h->cpu_stride = sizeof(struct barrierd_cpu);
 	h->flags = BARRIERD_FLAG_RUNNING | BARRIERD_FLAG_ARMED | BARRIERD_FEAT_EXTENSION |
-		   BARRIERD_FEAT_DOORBELL;
+		   BARRIERD_FEAT_DOORBELL | BARRIERD_FEAT_CPU_FLAGS;
 	h->generation = 1;
 	h->heartbeat_ns = now;
 	h->heartbeat_period_ns = FAKE_HB_PERIOD_NS;

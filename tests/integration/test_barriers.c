@@ -296,8 +296,14 @@ static uint64_t nudges(const struct barrierd_header *m)
  */
 static void nudges_only_lagging_cpus_waited_for(void **state)
 {
-	const char *extra[] = {"--nudge-after",	     "0.1", "--max-nudge-rate", "100000",
-			       "--heartbeat-period", "60000", "--idle-credit-interval", "60000",
+	const char *extra[] = {"--nudge-after",
+			       "0.1",
+			       "--max-nudge-rate",
+			       "100000",
+			       "--heartbeat-period",
+			       "60000",
+			       "--idle-credit-interval",
+			       "60000",
 			       NULL};
 	const struct barrierd_header *m;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -323,8 +329,8 @@ static void nudges_only_lagging_cpus_waited_for(void **state)
 	CPU_SET(0, &zero);
 	n0 = nudges(m);
 	for (int i = 0; i < 200; i++) {
-		int rc = barrierd_wait_cpus(b, barrierd_stamp_ns(b), &zero, sizeof(zero),
-					    5 * TEST_SEC);
+		int rc =
+		    barrierd_wait_cpus(b, barrierd_stamp_ns(b), &zero, sizeof(zero), 5 * TEST_SEC);
 
 		if (rc) {
 			test_kill_all(spin, ns);
