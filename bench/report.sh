@@ -694,11 +694,11 @@ if [ -s nudge.csv ]; then
 		echo "| nudge-after | load | rep | barrierd calls | nudges | nudges per barrier | daemon CPU |"
 		echo "|---|---|---:|---:|---:|---:|---:|"
 		awk -F, 'NR > 1 { printf "| %s | %s | %s | %d | %d | %.3f | %.2f %% |\n", $1, $3, $2, $4, $5,
-			$5 / $4, $7 > 0 ? 100 * $6 / ($7 * 1e6) : 0 }' nudge_counts.csv
+			$5 / $4, ($7 > 0 ? 100 * $6 / ($7 * 1e6) : 0) }' nudge_counts.csv
 		if [ -s nudge_flood.txt ]; then
 			echo
-			echo "Flood by user nobody (rings in a loop, a thread asleep on the global word), every CPU but"
-			echo "the first busy: $(tr '\n' ' ' <nudge_flood.txt)."
+			echo "Flood by user nobody (rings in a loop, a thread asleep on the global word) against a daemon at"
+			echo "--nudge-after 0.1, every CPU but the first busy: $(tr '\n' ' ' <nudge_flood.txt)."
 			awk '/^nudges/ { printf "That is %.1f nudges per second per busy CPU, against a cap of 200 (bursts of 4).\n", $2 / ($4 > 0 ? $4 : 1) / ($6 > 0 ? $6 : 1) }' nudge_flood.txt
 		fi
 	} >nudge.md

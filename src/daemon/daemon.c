@@ -55,10 +55,12 @@ struct daemon {
 	struct probes probes;
 	struct publisher pub;
 	struct doorbell bell;
-	struct nudger nudger;  /* started only with --nudge-after > 0 and SCHED_FIFO allowed */
-	struct nudge_queue nq; /* rings whose nudge deadline has not come */
-	bool *nudge_want;      /* per CPU, publisher_nudge_targets' answer */
-	uint64_t nudge_due;    /* when nfd fires (absolute), 0: not set */
+	struct nudger nudger;	    /* started only with --nudge-after > 0 and SCHED_FIFO allowed */
+	struct nudge_queue nq;	    /* rings whose nudge deadline has not come */
+	bool *nudge_want;	    /* per CPU, publisher_nudge_targets' answer */
+	uint64_t nudge_due;	    /* when nfd fires (absolute), 0: not set */
+	uint64_t retry_h, retry_at; /* a horizon looked at again (on_nudge_timer); 0: none */
+	unsigned retry_n;
 	int epfd, tfd, sfd, cfd, ffd, nfd, online_fd;
 	struct notifier notify;
 	struct rate_limit credit_limit; /* --max-credit-rate, with a burst */
@@ -127,6 +129,9 @@ static void hook_release(struct daemon *d, uint32_t how)
  * What each costs that CPU is two switches, at most --max-nudge-rate times a second.
  */
 #define NUDGE_PRIORITY 99
+/* Looks again at CPUs that lag a ring with nobody asleep for them yet: how often, from when. */
+#define NUDGE_RETRIES 4
+#define NUDGE_RETRY_NS (1000000ULL)
 
 /*
  * The tick: the heartbeat, the probe for waiters, the watchdog and the disarm check.  Every
@@ -218,6 +223,9 @@ static void schedule_nudge(struct daemon *d)
 	uint64_t due = nudge_queue_next(&d->nq, d->o->nudge_after_ns);
 	struct itimerspec its = {{0, 0}, {0, 0}};
 
+	if (d->retry_at && (!due || d->retry_at < due))
+		due = d->retry_at;
+
 	if (due == d->nudge_due)
 		return;
 	d->nudge_due = due;
@@ -238,18 +246,35 @@ static void nudge_track(struct daemon *d)
 /*
  * nfd fired: every ring whose deadline came, and the CPUs that still lag the latest of them
  * and that someone waits for, nudged (each within its rate limit).  A CPU that lags it has
- * lagged every earlier one too.
+ * lagged every earlier one too.  CPUs that lag with nobody asleep for them yet (a ringer not
+ * yet in its futex wait when the deadline came: a slow machine, a short --nudge-after) are
+ * looked at again, NUDGE_RETRIES times at doubling intervals from NUDGE_RETRY_NS: a ring
+ * promises a sleeper, and a wait whose stamp the horizon covers does not ring again.
  */
 static void on_nudge_timer(struct daemon *d)
 {
-	uint64_t v, now, upto, sent = 0;
+	uint64_t v, now, upto, lagging = 0, targets = 0, sent = 0;
 
 	if (read(d->nfd, &v, sizeof(v)) < 0)
 		return;
 	d->nudge_due = 0;
 	now = bd_mono_ns();
 	upto = nudge_queue_due(&d->nq, now, d->o->nudge_after_ns);
-	if (upto && publisher_nudge_targets(&d->pub, upto, sched_getcpu(), d->nudge_want)) {
+	if (upto)
+		d->retry_n = 0; /* a newer ring: retries of its own */
+	if (d->retry_at && now >= d->retry_at) {
+		if (d->retry_h > upto)
+			upto = d->retry_h;
+		d->retry_at = 0;
+	}
+	if (upto)
+		targets =
+		    publisher_nudge_targets(&d->pub, upto, sched_getcpu(), d->nudge_want, &lagging);
+	if (upto && lagging && !targets && d->retry_n < NUDGE_RETRIES) {
+		d->retry_h = upto;
+		d->retry_at = now + (NUDGE_RETRY_NS << d->retry_n++);
+	}
+	if (targets) {
 		for (uint64_t c = 0; c < d->sf.ncpu; c++)
 			if (d->nudge_want[c] && nudger_nudge(&d->nudger, c, now)) {
 				sent++;

@@ -576,7 +576,8 @@ bool publisher_owed(const struct publisher *p, int here, uint64_t now, uint64_t 
 	return false;
 }
 
-uint64_t publisher_nudge_targets(struct publisher *p, uint64_t upto, int here, bool *want)
+uint64_t publisher_nudge_targets(struct publisher *p, uint64_t upto, int here, bool *want,
+				 uint64_t *lagging_out)
 {
 	struct barrierd_header *h = p->sf->hdr;
 	uint64_t lagging = 0, n = 0;
@@ -597,6 +598,7 @@ uint64_t publisher_nudge_targets(struct publisher *p, uint64_t upto, int here, b
 		want[c] = true;
 		lagging++;
 	}
+	*lagging_out = lagging;
 	if (!lagging)
 		return 0;
 	/* Global words first: a sleeper there waits for every CPU. */

@@ -118,9 +118,11 @@ bool publisher_owed(const struct publisher *p, int here, uint64_t now, uint64_t 
  * credit serves those), and that someone still waits for, a sleeper on a global word (every CPU
  * holds it back) or on one of that CPU's own words (barrierd_wait_cpus()).  Sleepers are
  * counted as publisher_count_legacy() counts them, only once a CPU lags.  Sets want[c]; the
- * number set.  Loads and futex counts only: what a nudge brings is evidence by rule 1 alone.
+ * number set, and in *lagging how many CPUs lag it (waited for or not).  Loads and futex counts
+ * only: what a nudge brings is evidence by rule 1 alone.
  */
-uint64_t publisher_nudge_targets(struct publisher *p, uint64_t upto, int here, bool *want);
+uint64_t publisher_nudge_targets(struct publisher *p, uint64_t upto, int here, bool *want,
+				 uint64_t *lagging);
 
 /*
  * Would a credit pass on CPU `here` move a CPU at or below the horizon: one published idle,
