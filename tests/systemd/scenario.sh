@@ -104,7 +104,7 @@ pass "$(systemctl show -p StatusText --value barrierd)"
 begin sandbox
 pid=$(mainpid)
 [ "$pid" -gt 0 ] || fail "no main pid"
-threads=0 fifo=0
+threads=0 fifo=0 nudgers=0
 for st in /proc/"$pid"/task/*/status; do
 	threads=$((threads + 1))
 	grep -q '^Seccomp:[[:space:]]*2$' "$st" || fail "$st: no seccomp filter"
@@ -114,14 +114,19 @@ for st in /proc/"$pid"/task/*/status; do
 	grep -q '^CapBnd:[[:space:]]*000000c000800000$' "$st" || fail "$st: $(grep CapBnd "$st")"
 done
 for s in /proc/"$pid"/task/*/stat; do
-	# field 41: scheduling policy; 1 = SCHED_FIFO (the main and doorbell threads)
+	# field 41: scheduling policy; 1 = SCHED_FIFO (the main, doorbell and nudge threads)
 	[ "$(sed 's/.*) //' "$s" | awk '{print $39}')" = 1 ] && fifo=$((fifo + 1))
+	case "$(cat "${s%/stat}/comm")" in bd-nudge/*) nudgers=$((nudgers + 1)) ;; esac
 done
+online=$(getconf _NPROCESSORS_ONLN)
 [ "$threads" -ge 2 ] || fail "$threads threads"
-[ "$fifo" = 2 ] || fail "$fifo SCHED_FIFO threads, expected the main and doorbell threads"
+# One nudge thread per online CPU (the unit allows SCHED_FIFO and sched_setaffinity).
+[ "$nudgers" = "$online" ] || fail "$nudgers nudge threads, expected one per online CPU ($online)"
+[ "$fifo" = $((2 + nudgers)) ] ||
+	fail "$fifo SCHED_FIFO threads, expected the main and doorbell threads and $nudgers nudge threads"
 [ "$(readlink /proc/"$pid"/ns/net)" != "$(readlink /proc/1/ns/net)" ] || fail "PrivateNetwork not in effect"
 [ "$(readlink /proc/"$pid"/ns/mnt)" != "$(readlink /proc/1/ns/mnt)" ] || fail "no mount namespace"
-pass "$threads threads: Seccomp 2, NoNewPrivs 1, CapEff 0, CapBnd bpf+perfmon+sys_nice; main and doorbell SCHED_FIFO"
+pass "$threads threads: Seccomp 2, NoNewPrivs 1, CapEff 0, CapBnd bpf+perfmon+sys_nice; main, doorbell and $nudgers nudge threads SCHED_FIFO"
 
 begin environment-file
 "$barrierctl" status --json >"$R/status.json"
