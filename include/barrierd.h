@@ -352,9 +352,10 @@ bool barrierd_passed_vtime(const struct barrierd *b, uint64_t vtime);
  * or below barrierd_open_ns(), bad arguments); -EPROTO (namespace offset unknown); with
  * BARRIERD_FALLBACK_MEMBARRIER, the result of membarrier(MEMBARRIER_CMD_GLOBAL): 0, or its
  * error (-EINVAL under nohz_full, -EPERM/-ENOSYS under seccomp), never a success it did not
- * get.  Those three errors mean membarrier is unavailable: while the daemon is live, a wait
- * whose fallback gets one of them goes on waiting for the daemon (which serves tickless CPUs
- * by nudges) until its timeout; a dead or stopped daemon's returns it.
+ * get.  Those three errors mean membarrier is unavailable: while the daemon is live and a nudge
+ * thread of it serves every CPU the wait still lags on (ABI 1.2's per-CPU flags), a wait whose
+ * fallback gets one of them goes on waiting for the daemon (which serves tickless CPUs by
+ * nudges) until its timeout; otherwise, and for a dead or stopped daemon, it returns it.
  */
 int barrierd_wait(struct barrierd *b, uint64_t stamp_ns, int64_t timeout_ns);
 /* The same for a barrierd_stamp_vtime() stamp. */

@@ -64,6 +64,31 @@ static inline const uint64_t *global_word(const struct barrierd *b, const struct
 	return t->kind == T_VTIME ? &b->hdr->last_interrupt_vtime : &b->hdr->last_interrupt_ns;
 }
 
+/*
+ * Does a nudge thread of the daemon serve every CPU this wait still lags on (ABI 1.2's per-CPU
+ * flags)?  Then the daemon can serve the wait whatever membarrier says.  False without the
+ * flags, or if they do not lie inside our mapping.
+ */
+static bool lagging_all_nudged(const struct barrierd *b, const struct target *t)
+{
+	const struct barrierd_ext *x = bd_ext(b);
+	const uint8_t *base = b->map2 ? b->map2 : (const void *)b->hdr;
+	size_t size = b->map2 ? b->size2 : b->size;
+	const uint64_t *flags;
+
+	if (!x || !(bd_load(&b->hdr->flags) & BARRIERD_FEAT_CPU_FLAGS))
+		return false;
+	flags = (const uint64_t *)((const uint8_t *)x + sizeof(*x) +
+				   b->ncpu * sizeof(struct barrierd_ext_cpu));
+	if ((const uint8_t *)(flags + b->ncpu) > base + size)
+		return false;
+	for (uint64_t c = 0; c < b->ncpu; c++)
+		if (in_set(t, c) && bd_load(cpu_word(b, t, c)) <= t->value &&
+		    !(bd_load(&flags[c]) & BARRIERD_CPUF_NUDGE))
+			return false;
+	return true;
+}
+
 static int passed(const struct barrierd *b, const struct target *t)
 {
 	if (b->ncpu == 0)
@@ -413,12 +438,14 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 		if (now >= fb_deadline) {
 			/*
 			 * membarrier unavailable (EINVAL under nohz_full, ENOSYS, EPERM under
-			 * seccomp) while the daemon is live: the daemon can still serve this wait
-			 * (a tickless CPU by a nudge), so wait for it until the deadline instead.
-			 * Any other result is the barrier's.
+			 * seccomp) while the daemon is live and nudges every CPU we still lag on:
+			 * the daemon can still serve this wait (a tickless CPU by a nudge), so wait
+			 * for it until the deadline instead.  Any other result is the barrier's,
+			 * and so is the error when some lagging CPU has no nudge.
 			 */
 			ret = bd_fallback_membarrier();
-			if (ret != -EINVAL && ret != -ENOSYS && ret != -EPERM)
+			if ((ret != -EINVAL && ret != -ENOSYS && ret != -EPERM) ||
+			    !lagging_all_nudged(b, t))
 				return ret;
 			fb_deadline = UINT64_MAX;
 			continue;

@@ -60,7 +60,8 @@ struct daemon {
 	bool *nudge_want;	    /* per CPU, publisher_nudge_targets' answer */
 	uint64_t nudge_due;	    /* when nfd fires (absolute), 0: not set */
 	uint64_t retry_h, retry_at; /* a horizon looked at again (on_nudge_timer); 0: none */
-	unsigned retry_n;
+	unsigned retry_idle;	    /* looks in a row that found CPUs lagging, nobody waiting */
+	uint64_t tracked_at;	    /* when a following pass's horizon was last queued */
 	int epfd, tfd, sfd, cfd, ffd, nfd, online_fd;
 	struct notifier notify;
 	struct rate_limit credit_limit; /* --max-credit-rate, with a burst */
@@ -132,6 +133,8 @@ static void hook_release(struct daemon *d, uint32_t how)
 /* Looks again at CPUs that lag a ring with nobody asleep for them yet: how often, from when. */
 #define NUDGE_RETRIES 4
 #define NUDGE_RETRY_NS (1000000ULL)
+/* A following daemon's horizons, queued for nudges at most this often. */
+#define NUDGE_TRACK_NS (1000000ULL)
 
 /*
  * The tick: the heartbeat, the probe for waiters, the watchdog and the disarm check.  Every
@@ -234,55 +237,77 @@ static void schedule_nudge(struct daemon *d)
 	timerfd_settime(d->nfd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
-/* The horizon rose for a waiter (a ring, a sleeper that cannot ring): its nudge deadline. */
-static void nudge_track(struct daemon *d)
+/*
+ * The horizon rose for a waiter (a ring, a sleeper that cannot ring, a following pass): its nudge
+ * deadline.  A following daemon moves the horizon at every pass: those are taken at most once per
+ * NUDGE_TRACK_NS (coalesce), which delays their nudges by as much at most.
+ */
+static void nudge_track(struct daemon *d, bool coalesce)
 {
+	uint64_t now;
+
 	if (!d->nudge_want)
 		return;
+	if (coalesce) {
+		now = bd_mono_ns();
+		if (now < d->tracked_at + NUDGE_TRACK_NS)
+			return;
+		d->tracked_at = now;
+	}
 	nudge_queue_push(&d->nq, d->pub.horizon);
 	schedule_nudge(d);
 }
 
 /*
- * nfd fired: every ring whose deadline came, and the CPUs that still lag the latest of them
- * and that someone waits for, nudged (each within its rate limit).  A CPU that lags it has
- * lagged every earlier one too.  CPUs that lag with nobody asleep for them yet (a ringer not
- * yet in its futex wait when the deadline came: a slow machine, a short --nudge-after) are
- * looked at again, NUDGE_RETRIES times at doubling intervals from NUDGE_RETRY_NS: a ring
- * promises a sleeper, and a wait whose stamp the horizon covers does not ring again.
+ * nfd fired: every ring whose deadline came, and the CPUs that still lag the latest of them and
+ * that someone waits for, nudged (each within its rate limit).  A CPU that lags it has lagged
+ * every earlier one too.  While a CPU still lags it, the horizon is looked at again: after
+ * max(--nudge-after, NUDGE_RETRY_NS) while someone waits for a lagging CPU (a nudge held back by
+ * the rate limit, run elsewhere or kept out), not before the rate limit allows the held one; and
+ * NUDGE_RETRIES times at doubling intervals from NUDGE_RETRY_NS while nobody is asleep for them
+ * yet (a ringer not yet in its futex wait: a slow machine, a short --nudge-after).  A wait whose
+ * stamp the horizon covers does not ring again: these looks are what serve it.
  */
 static void on_nudge_timer(struct daemon *d)
 {
-	uint64_t v, now, upto, lagging = 0, targets = 0, sent = 0;
+	uint64_t v, now, upto, lagging = 0, targets = 0, sent = 0, held_until = 0;
 
-	if (read(d->nfd, &v, sizeof(v)) < 0)
-		return;
+	/* One-shot: it fired (or we were woken for it); the queue decides either way. */
+	if (read(d->nfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		log_debug("nudge timer: %s", strerror(errno));
 	d->nudge_due = 0;
 	now = bd_mono_ns();
 	upto = nudge_queue_due(&d->nq, now, d->o->nudge_after_ns);
-	if (upto)
-		d->retry_n = 0; /* a newer ring: retries of its own */
 	if (d->retry_at && now >= d->retry_at) {
 		if (d->retry_h > upto)
 			upto = d->retry_h;
 		d->retry_at = 0;
 	}
-	if (upto)
+	if (upto) {
+		for (uint64_t c = 0; c < d->sf.ncpu; c++)
+			d->nudge_want[c] = nudger_serves(&d->nudger, c);
 		targets =
 		    publisher_nudge_targets(&d->pub, upto, sched_getcpu(), d->nudge_want, &lagging);
-	if (upto && lagging && !targets && d->retry_n < NUDGE_RETRIES) {
-		d->retry_h = upto;
-		d->retry_at = now + (NUDGE_RETRY_NS << d->retry_n++);
-	}
-	if (targets) {
-		for (uint64_t c = 0; c < d->sf.ncpu; c++)
-			if (d->nudge_want[c] && nudger_nudge(&d->nudger, c, now)) {
+		for (uint64_t c = 0; c < d->sf.ncpu && targets; c++)
+			if (d->nudge_want[c] && nudger_nudge(&d->nudger, c, now, &held_until)) {
 				sent++;
 				log_debug("nudged cpu %llu: it lags a ring %.3f ms old",
 					  (unsigned long long)c, (double)(now - upto) / 1e6);
 			}
 		if (sent)
 			bd_store(&d->sf.ext->nudges, bd_load(&d->sf.ext->nudges) + sent);
+		d->retry_idle = lagging && !targets ? d->retry_idle + 1 : 0;
+		if (lagging && d->retry_idle <= NUDGE_RETRIES) {
+			uint64_t gap = d->o->nudge_after_ns > NUDGE_RETRY_NS ? d->o->nudge_after_ns
+									     : NUDGE_RETRY_NS;
+
+			if (!targets)
+				gap = NUDGE_RETRY_NS << (d->retry_idle - 1);
+			d->retry_h = upto;
+			d->retry_at = now + gap > held_until ? now + gap : held_until;
+		} else {
+			d->retry_idle = 0;
+		}
 	}
 	schedule_nudge(d);
 }
@@ -401,7 +426,11 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	 * Without nudges the daemon still serves every barrier (ticks, idle credit), only not
 	 * a tickless CPU's: a warning, not a failure.
 	 */
-	if (o->nudge_after_ns) {
+	if (o->nudge_after_ns && !d->probes.switch_stamps)
+		log_warn(
+		    "nudges off: sched/sched_switch is not an evidence tracepoint, so the switch "
+		    "a nudge causes would stamp nothing");
+	else if (o->nudge_after_ns) {
 		ret = nudger_start(&d->nudger, d->sf.ncpu, NUDGE_PRIORITY, o->max_nudge_rate);
 		if (!ret)
 			d->nudge_want = calloc(d->sf.ncpu, sizeof(*d->nudge_want));
@@ -630,7 +659,7 @@ static int on_doorbell(struct daemon *d)
 	if (d->probes.switch_stamps)
 		publisher_quiet(&d->pub, sched_getcpu());
 	ask_credit(d, now);
-	nudge_track(d);
+	nudge_track(d, false);
 	/*
 	 * Rings faster than the doorbell's rate (a waiter in a tight loop): a ring per barrier
 	 * costs more than following, and lost rings cost the ringers 1 ms sleeps.  Follow: then
@@ -807,7 +836,7 @@ static int serve_legacy(struct daemon *d)
 	}
 	if (publisher_credit_holds(&d->pub))
 		ask_credit(d, now);
-	nudge_track(d);
+	nudge_track(d, false);
 	return 0;
 }
 
@@ -933,6 +962,12 @@ static int loop(struct daemon *d)
 		if (ret < 0)
 			return ret;
 		poll_now = ret;
+		/*
+		 * Following, the daemon moves the horizon at every pass and library waiters do not
+		 * ring (NO_RING_ARMED): their nudges come from these horizons.
+		 */
+		if (d->pub.armed)
+			nudge_track(d, true);
 		ret = serve_legacy(d);
 		if (ret)
 			return ret;

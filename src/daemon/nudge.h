@@ -17,9 +17,10 @@
 /*
  * The horizons of the rings whose nudge deadline (horizon + --nudge-after) has not come yet,
  * oldest first.  Pure logic, tested on its own (tests/unit/test_nudge_queue.c).  Horizons only
- * grow, so the queue stays sorted.  Full (rings faster than NUDGE_QUEUE per deadline, which
- * the doorbell's rate limit keeps from happening at the defaults), the newest entry moves up
- * to the new horizon: that ring's deadline comes later, none is lost.
+ * grow, so the queue stays sorted.  Full (more than NUDGE_QUEUE horizons within one deadline:
+ * rings come at most at the doorbell's rate, a following daemon's passes at most once a
+ * millisecond), the newest entry moves up to the new horizon: that ring's deadline comes
+ * later, none is lost.
  */
 #define NUDGE_QUEUE 32
 
@@ -63,12 +64,16 @@ static inline uint64_t nudge_queue_next(const struct nudge_queue *q, uint64_t af
 /* Nudges per CPU in a burst, above the sustained --max-nudge-rate. */
 #define BARRIERD_NUDGE_BURST 4
 
+enum { NUDGE_STARTING = 0, NUDGE_READY = 1, NUDGE_FAILED = 2 };
+
 struct nudge_cpu {
 	struct nudger *n;
 	int cpu;
-	bool started;
+	bool started; /* the thread exists (and has not been joined) */
 	pthread_t thread;
-	uint32_t word; /* __atomic: bumped by each nudge; the thread sleeps while unchanged */
+	uint32_t state; /* __atomic, futex: NUDGE_*, set once by the thread */
+	bool lost;	/* __atomic: it could not go back to its CPU (cpuset) */
+	uint32_t word;	/* __atomic: bumped by each nudge; the thread sleeps while unchanged */
 	struct rate_limit limit; /* main thread only */
 	uint64_t sent;		 /* main thread only: nudges sent */
 	uint64_t held;		 /* main thread only: nudges the rate limit held back */
@@ -77,28 +82,30 @@ struct nudge_cpu {
 struct nudger {
 	uint64_t ncpu;
 	struct nudge_cpu *cpu;
-	volatile int stop;
-	int start_err;
+	int stop;      /* __atomic */
+	bool closed;   /* __atomic: the start stopped waiting; late threads leave at once */
 	uint64_t sent; /* all CPUs */
 	uint64_t held;
 };
 
 /*
- * Start one thread per CPU of the ncpu that is online now (a CPU offline at the start gets
- * none and is never nudged), each pinned to its CPU at SCHED_FIFO `priority`, at most `rate`
- * nudges per second sustained.  Threads drop their own privileges before they sleep; call
- * before the seccomp filter (installed with TSYNC, it covers them).  0, or a negative errno
- * (EPERM: no permission for SCHED_FIFO, which a nudge needs to preempt the CPU's task).
+ * Start one thread per CPU of the ncpu that we may run on now (a CPU offline at the start, or
+ * outside the daemon's cpuset, gets none and is never nudged), each pinned to its CPU at
+ * SCHED_FIFO `priority`, at most `rate` nudges per second sustained.  Threads drop their own
+ * privileges before they sleep; call before the seccomp filter (installed with TSYNC, it covers
+ * them).  A thread that cannot run within a second (a SCHED_FIFO 99 task on its CPU) is given
+ * up, logged, and never nudged.  0, or a negative errno (EPERM: no permission for SCHED_FIFO,
+ * which a nudge needs to preempt the CPU's task).
  */
 int nudger_start(struct nudger *n, uint64_t ncpu, int priority, uint64_t rate);
-/* Nudge CPU c now, unless its rate limit holds it back.  True if sent. */
-bool nudger_nudge(struct nudger *n, uint64_t c, uint64_t now);
-/* Has CPU c a nudge thread? */
-static inline bool nudger_serves(const struct nudger *n, uint64_t c)
-{
-	return n->cpu && c < n->ncpu && n->cpu[c].started;
-}
-/* Stop and join every thread. */
+/* Does a thread of ours serve CPU c (started, ready, still on its CPU)? */
+bool nudger_serves(const struct nudger *n, uint64_t c);
+/*
+ * Nudge CPU c now, unless its rate limit holds it back: then *next (if not NULL) is lowered to
+ * when it would allow one.  True if sent.
+ */
+bool nudger_nudge(struct nudger *n, uint64_t c, uint64_t now, uint64_t *next);
+/* Stop every thread; each is waited for at most 100 ms in all (one kept off its CPU is left). */
 void nudger_stop(struct nudger *n);
 
 #endif

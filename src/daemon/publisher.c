@@ -576,6 +576,9 @@ bool publisher_owed(const struct publisher *p, int here, uint64_t now, uint64_t 
 	return false;
 }
 
+/* Lagging CPUs whose own sleepers a nudge deadline counts, at most (publisher_nudge_targets). */
+#define NUDGE_COUNT_MAX 64
+
 uint64_t publisher_nudge_targets(struct publisher *p, uint64_t upto, int here, bool *want,
 				 uint64_t *lagging_out)
 {
@@ -585,9 +588,10 @@ uint64_t publisher_nudge_targets(struct publisher *p, uint64_t upto, int here, b
 
 	for (uint64_t c = 0; c < p->ncpu; c++) {
 		const struct barrierd_slot *s = &p->slots[c];
+		bool can = want[c];
 
 		want[c] = false;
-		if (p->ns[c] > upto || !p->online[c] || (int)c == here)
+		if (!can || p->ns[c] > upto || !p->online[c] || (int)c == here)
 			continue;
 		/* An event past it already: the next fold publishes it (its signal is on the way).
 		 */
@@ -603,6 +607,8 @@ uint64_t publisher_nudge_targets(struct publisher *p, uint64_t upto, int here, b
 		return 0;
 	/* Global words first: a sleeper there waits for every CPU. */
 	global = count_word(&h->last_interrupt_ns) + count_word(&h->last_interrupt_vtime);
+	if (lagging > NUDGE_COUNT_MAX)
+		global = 1;
 	for (uint64_t c = 0; c < p->ncpu; c++) {
 		if (!want[c])
 			continue;

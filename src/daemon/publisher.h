@@ -118,7 +118,10 @@ bool publisher_owed(const struct publisher *p, int here, uint64_t now, uint64_t 
  * credit serves those), and that someone still waits for, a sleeper on a global word (every CPU
  * holds it back) or on one of that CPU's own words (barrierd_wait_cpus()).  Sleepers are
  * counted as publisher_count_legacy() counts them, only once a CPU lags.  Sets want[c]; the
- * number set, and in *lagging how many CPUs lag it (waited for or not).  Loads and futex counts
+ * number set, and in *lagging how many CPUs lag it (waited for or not).  On entry want[c] says
+ * whether CPU c can be nudged at all (a nudge thread serves it); the others are not looked at.
+ * Past NUDGE_COUNT_MAX lagging CPUs the per-CPU sleepers are not counted: every lagging CPU is
+ * taken as waited for (a bound on the futex calls a deadline costs).  Loads and futex counts
  * only: what a nudge brings is evidence by rule 1 alone.
  */
 uint64_t publisher_nudge_targets(struct publisher *p, uint64_t upto, int here, bool *want,

@@ -359,6 +359,54 @@ static void nudges_only_lagging_cpus_waited_for(void **state)
 	assert_true(n2 > n1);
 }
 
+/*
+ * A CPU made silent: only sched/sched_switch is an evidence tracepoint, so CPU 1, busy with one
+ * spinner, stamps only when it switches, as a nohz_full CPU running one task.  The daemon and
+ * the waiter on CPU 0, --nudge-after 0.5 at the default rate limit (200 a second, bursts of 4):
+ * 300 barriers back to back, faster than the limit, so nudges are held back and must be sent
+ * later (a one-shot nudge left such a barrier to its timeout).  Each has a 5 s hang guard.
+ */
+static void nudges_serve_a_silent_cpu(void **state)
+{
+	const char *extra[] = {"--tracepoint", "sched/sched_switch", "--nudge-after", "0.5", NULL};
+	const struct barrierd_header *m;
+	struct barrierd *b;
+	uint64_t n0, worst = 0;
+	size_t sz = 0;
+	pid_t spin;
+
+	(void)state;
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		test_skip_or_fail("needs two CPUs");
+	test_pin(0);
+	assert_int_equal(h_start(&H, 0, extra), 0);
+	m = map_ro(H.state, &sz);
+	assert_non_null(m);
+	assert_int_equal(barrierd_open(&b, H.state), 0);
+	spin = test_spin_on(1, 19);
+	test_sleep_ms(20);
+	n0 = nudges(m);
+	for (int i = 0; i < 300; i++) {
+		uint64_t t0 = bd_mono_ns();
+		int rc = barrierd_barrier(b, 5 * TEST_SEC);
+
+		if (rc) {
+			test_kill_all(&spin, 1);
+			fail_msg("barrier %d: %s (nudges so far %llu)", i, strerror(-rc),
+				 (unsigned long long)(nudges(m) - n0));
+		}
+		if (bd_mono_ns() - t0 > worst)
+			worst = bd_mono_ns() - t0;
+	}
+	test_kill_all(&spin, 1);
+	printf("300 barriers with CPU 1 silent but for nudges: %llu nudges, slowest %.1f ms\n",
+	       (unsigned long long)(nudges(m) - n0), (double)worst / 1e6);
+	assert_true(nudges(m) > n0);
+	barrierd_close(b);
+	munmap((void *)m, sz);
+	test_unpin();
+}
+
 static void original_layout_client(void **state)
 {
 	(void)state;
@@ -383,6 +431,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(original_layout_client, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(nudges_only_lagging_cpus_waited_for, h_setup,
 					    h_teardown),
+	    cmocka_unit_test_setup_teardown(nudges_serve_a_silent_cpu, h_setup, h_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -768,20 +768,31 @@ static void fallback_error_returned(void **state)
 	barrierd_close(fb);
 }
 
+/* Set or clear BARRIERD_CPUF_NUDGE on every CPU of the fake daemon's file (ABI 1.2). */
+static void set_nudged(struct fx *f, bool on)
+{
+	uint64_t *flags = (uint64_t *)((uint8_t *)f->s.h + barrierd_cpu_flags_offset(f->s.ncpu));
+
+	for (uint64_t c = 0; c < f->s.ncpu; c++)
+		bd_store(&flags[c], on ? BARRIERD_CPUF_NUDGE : 0);
+}
+
 /*
  * membarrier unavailable (here EPERM, as under seccomp; EINVAL under nohz_full) while the
- * daemon is live: the wait goes on with the daemon past fallback_after_ns, until its timeout
- * or its evidence, instead of returning the error.  In a child, as above; the daemon's
- * heartbeat thread stays in this process and keeps it live through the shared mapping.
+ * daemon is live and nudges every lagging CPU: the wait goes on with the daemon past
+ * fallback_after_ns, until its timeout or its evidence, instead of returning the error.  With a
+ * lagging CPU the daemon does not nudge, the error.  In a child, as above; the daemon's heartbeat
+ * thread stays in this process and keeps it live through the shared mapping.
  */
 static void fallback_unavailable_waits_for_daemon(void **state)
 {
 	struct fx *f = *state;
 	struct barrierd *fb = open_fallback(f, 10 * TEST_MS);
-	uint64_t s = stamp(fb);
+	uint64_t s = stamp(fb), s2;
 	int pfd[2], res[3] = {1, 1, 1}, st = 0;
 	pid_t pid;
 
+	set_nudged(f, true);
 	assert_int_equal(pipe(pfd), 0);
 	pid = fork();
 	assert_true(pid >= 0);
@@ -809,6 +820,29 @@ static void fallback_unavailable_waits_for_daemon(void **state)
 	assert_int_equal(res[0], 0);
 	assert_int_equal(res[1], -ETIMEDOUT);
 	assert_int_equal(res[2], 0);
+
+	/* No nudge for the lagging CPUs: membarrier's error, after fallback_after_ns. */
+	set_nudged(f, false);
+	s2 = stamp(fb);
+	assert_int_equal(pipe(pfd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int r[2];
+
+		close(pfd[0]);
+		alarm(30);
+		r[0] = deny_membarrier();
+		r[1] = barrierd_wait(fb, s2, TEST_HANG_GUARD_NS);
+		_exit(write(pfd[1], r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 1);
+	}
+	close(pfd[1]);
+	assert_int_equal(read(pfd[0], &res[0], sizeof(int) * 2), sizeof(int) * 2);
+	close(pfd[0]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(res[0], 0);
+	assert_int_equal(res[1], -EPERM);
 	barrierd_close(fb);
 }
 
