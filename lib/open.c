@@ -69,8 +69,11 @@ int bd_validate(const struct barrierd_header *h, size_t size, const struct barri
 		if ((bd_load(&h->flags) & BARRIERD_FEAT_CPU_FLAGS) &&
 		    size - xo - sizeof(struct barrierd_ext) -
 			    ncpu * sizeof(struct barrierd_ext_cpu) <
-			ncpu * sizeof(uint64_t))
+			ncpu * sizeof(uint64_t)) {
+			*ext =
+			    NULL; /* a refusal leaves nothing behind (fuzz_state_file checks it) */
 			return -EPROTO;
+		}
 	}
 	*ncpu_out = ncpu;
 	return 0;

@@ -62,6 +62,7 @@ struct daemon {
 	uint64_t retry_h, retry_at; /* a horizon looked at again (on_nudge_timer); 0: none */
 	unsigned retry_idle;	    /* looks in a row that found CPUs lagging, nobody waiting */
 	uint64_t tracked_at;	    /* when a following pass's horizon was last queued */
+	bool track_pending;	    /* one was skipped since: queue it at tracked_at + interval */
 	int epfd, tfd, sfd, cfd, ffd, nfd, online_fd;
 	struct notifier notify;
 	struct rate_limit credit_limit; /* --max-credit-rate, with a burst */
@@ -228,6 +229,8 @@ static void schedule_nudge(struct daemon *d)
 
 	if (d->retry_at && (!due || d->retry_at < due))
 		due = d->retry_at;
+	if (d->track_pending && (!due || d->tracked_at + NUDGE_TRACK_NS < due))
+		due = d->tracked_at + NUDGE_TRACK_NS;
 
 	if (due == d->nudge_due)
 		return;
@@ -240,7 +243,8 @@ static void schedule_nudge(struct daemon *d)
 /*
  * The horizon rose for a waiter (a ring, a sleeper that cannot ring, a following pass): its nudge
  * deadline.  A following daemon moves the horizon at every pass: those are taken at most once per
- * NUDGE_TRACK_NS (coalesce), which delays their nudges by as much at most.
+ * NUDGE_TRACK_NS (coalesce); one skipped is queued when that interval ends (track_pending,
+ * on_nudge_timer), so the last pass's horizon is never lost.
  */
 static void nudge_track(struct daemon *d, bool coalesce)
 {
@@ -250,12 +254,35 @@ static void nudge_track(struct daemon *d, bool coalesce)
 		return;
 	if (coalesce) {
 		now = bd_mono_ns();
-		if (now < d->tracked_at + NUDGE_TRACK_NS)
+		if (now < d->tracked_at + NUDGE_TRACK_NS) {
+			d->track_pending = true;
+			schedule_nudge(d);
 			return;
+		}
 		d->tracked_at = now;
+		d->track_pending = false;
 	}
 	nudge_queue_push(&d->nq, d->pub.horizon);
 	schedule_nudge(d);
+}
+
+/*
+ * The per-CPU flags' NUDGE bit as it is now: a thread that lost its CPU (cpuset) no longer serves
+ * it, and the library's fallback must know (lagging_all_nudged).
+ */
+static void refresh_nudge_flags(struct daemon *d)
+{
+	uint64_t *flags =
+	    (uint64_t *)((uint8_t *)d->sf.hdr + barrierd_cpu_flags_offset(d->sf.ncpu));
+
+	for (uint64_t c = 0; c < d->sf.ncpu; c++) {
+		uint64_t f = bd_load(&flags[c]);
+		uint64_t g = nudger_serves(&d->nudger, c) ? f | BARRIERD_CPUF_NUDGE
+							  : f & ~BARRIERD_CPUF_NUDGE;
+
+		if (g != f)
+			bd_store(&flags[c], g);
+	}
 }
 
 /*
@@ -265,8 +292,9 @@ static void nudge_track(struct daemon *d, bool coalesce)
  * max(--nudge-after, NUDGE_RETRY_NS) while someone waits for a lagging CPU (a nudge held back by
  * the rate limit, run elsewhere or kept out), not before the rate limit allows the held one; and
  * NUDGE_RETRIES times at doubling intervals from NUDGE_RETRY_NS while nobody is asleep for them
- * yet (a ringer not yet in its futex wait: a slow machine, a short --nudge-after).  A wait whose
- * stamp the horizon covers does not ring again: these looks are what serve it.
+ * yet (a ringer not yet in its futex wait: a slow machine, a short --nudge-after); a newer
+ * horizon starts those anew.  A wait whose stamp the horizon covers does not ring again: these
+ * looks are what serve it.
  */
 static void on_nudge_timer(struct daemon *d)
 {
@@ -277,15 +305,22 @@ static void on_nudge_timer(struct daemon *d)
 		log_debug("nudge timer: %s", strerror(errno));
 	d->nudge_due = 0;
 	now = bd_mono_ns();
-	upto = nudge_queue_due(&d->nq, now, d->o->nudge_after_ns);
-	if (d->retry_at && now >= d->retry_at) {
-		if (d->retry_h > upto)
-			upto = d->retry_h;
-		d->retry_at = 0;
+	if (d->track_pending && now >= d->tracked_at + NUDGE_TRACK_NS) {
+		d->tracked_at = now;
+		d->track_pending = false;
+		nudge_queue_push(&d->nq, d->pub.horizon);
 	}
+	upto = nudge_queue_due(&d->nq, now, d->o->nudge_after_ns);
+	if (upto > d->retry_h)
+		d->retry_idle = 0; /* a newer horizon: looks of its own */
+	if (d->retry_at && now >= d->retry_at && d->retry_h > upto)
+		upto = d->retry_h;
+	if (d->retry_at && now >= d->retry_at)
+		d->retry_at = 0;
 	if (upto) {
+		refresh_nudge_flags(d);
 		for (uint64_t c = 0; c < d->sf.ncpu; c++)
-			d->nudge_want[c] = nudger_serves(&d->nudger, c);
+			d->nudge_want[c] = nudger_can(&d->nudger, c);
 		targets =
 		    publisher_nudge_targets(&d->pub, upto, sched_getcpu(), d->nudge_want, &lagging);
 		for (uint64_t c = 0; c < d->sf.ncpu && targets; c++)
@@ -307,6 +342,7 @@ static void on_nudge_timer(struct daemon *d)
 			d->retry_at = now + gap > held_until ? now + gap : held_until;
 		} else {
 			d->retry_idle = 0;
+			d->retry_at = 0;
 		}
 	}
 	schedule_nudge(d);

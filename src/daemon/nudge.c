@@ -22,6 +22,11 @@
 #define NUDGE_START_WAIT_NS (1000000000ULL)
 #define NUDGE_STOP_WAIT_NS (100000000ULL)
 
+static void futex_wake1(uint32_t *w)
+{
+	syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
 static bool pin_self(int cpu)
 {
 	cpu_set_t set;
@@ -34,46 +39,81 @@ static bool pin_self(int cpu)
 static void *nudge_main(void *arg)
 {
 	struct nudge_cpu *nc = arg;
-	struct nudger *n = nc->n;
+	uint32_t st = NUDGE_STARTING;
 	char name[16];
 	int err;
 
 	/*
-	 * Too late: the start gave up on us (we could not run in time) and the seccomp filter may
-	 * be on, which forbids what dropping privileges calls.  We were never counted as serving.
+	 * Given up on (we could not run in time): the seccomp filter may be on, and it forbids
+	 * what dropping privileges calls.  Leave having run nothing.
 	 */
-	if (__atomic_load_n(&n->closed, __ATOMIC_ACQUIRE))
+	if (!__atomic_compare_exchange_n(&nc->state, &st, NUDGE_SETUP, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
 		return NULL;
 	/* Named, so that tools moving the daemon's threads (taskset -a) can leave these alone. */
 	snprintf(name, sizeof(name), "bd-nudge/%d", nc->cpu);
 	pthread_setname_np(pthread_self(), name);
 	err = sandbox_drop_privileges();
 	__atomic_store_n(&nc->state, err ? NUDGE_FAILED : NUDGE_READY, __ATOMIC_RELEASE);
-	syscall(SYS_futex, &nc->state, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	futex_wake1(&nc->state);
 	if (err)
 		return NULL;
-	while (!__atomic_load_n(&n->stop, __ATOMIC_ACQUIRE)) {
+	while (!__atomic_load_n(&nc->stop, __ATOMIC_ACQUIRE)) {
 		uint32_t seen = __atomic_load_n(&nc->word, __ATOMIC_ACQUIRE);
+		bool lost;
 
-		if (__atomic_load_n(&n->stop, __ATOMIC_ACQUIRE))
+		if (__atomic_load_n(&nc->stop, __ATOMIC_ACQUIRE))
 			break;
 		/*
 		 * Waking here is the whole nudge: the kernel switched this CPU to us, and the
 		 * switch stamped it.  Nothing to do but sleep again.
 		 */
 		syscall(SYS_futex, &nc->word, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+		if (sched_getcpu() == nc->cpu)
+			continue;
 		/*
 		 * A CPU that went offline took our pinning with it (the kernel moved us and
 		 * widened the mask); once it is back, go back to it.  A nudge served elsewhere
 		 * stamped the wrong CPU: a delay until the next one, never evidence for this one.
-		 * Refused (the CPU left our cpuset): say so once, and stop being nudged.
+		 * Refused (offline for now, or no longer in our cpuset): not nudged until a later
+		 * wake gets us back (the main thread's looks still wake us, within the limit).
 		 */
-		if (sched_getcpu() != nc->cpu && !pin_self(nc->cpu) &&
-		    !__atomic_exchange_n(&nc->lost, true, __ATOMIC_RELAXED))
-			log_warn("nudges: cpu %d is no longer ours to run on (cpuset?): not nudged",
-				 nc->cpu);
+		lost = !pin_self(nc->cpu);
+		if (lost != __atomic_exchange_n(&nc->lost, lost, __ATOMIC_RELAXED))
+			log_warn("nudges: cpu %d %s", nc->cpu,
+				 lost
+				     ? "cannot be returned to (offline, or not in our cpuset): not "
+				       "nudged"
+				     : "is ours to run on again: nudged again");
 	}
 	return NULL;
+}
+
+/* Wait for a started thread's handshake until end (absolute, CLOCK_MONOTONIC); its state. */
+static uint32_t await_ready(struct nudge_cpu *nc, uint64_t end)
+{
+	for (;;) {
+		uint32_t st = __atomic_load_n(&nc->state, __ATOMIC_ACQUIRE);
+		uint64_t now = bd_mono_ns();
+		struct timespec ts;
+
+		if (st == NUDGE_READY || st == NUDGE_FAILED || st == NUDGE_ABANDONED)
+			return st;
+		if (st == NUDGE_STARTING && now >= end) {
+			/* Give up on it, unless it just began its setup (then it ends in µs). */
+			if (__atomic_compare_exchange_n(&nc->state, &st, NUDGE_ABANDONED, false,
+							__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+				return NUDGE_ABANDONED;
+			continue;
+		}
+		if (st == NUDGE_SETUP) {
+			syscall(SYS_futex, &nc->state, FUTEX_WAIT_PRIVATE, st, NULL, NULL, 0);
+			continue;
+		}
+		ts.tv_sec = (time_t)((end - now) / 1000000000ULL);
+		ts.tv_nsec = (long)((end - now) % 1000000000ULL);
+		syscall(SYS_futex, &nc->state, FUTEX_WAIT_PRIVATE, st, &ts, NULL, 0);
+	}
 }
 
 int nudger_start(struct nudger *n, uint64_t ncpu, int priority, uint64_t rate)
@@ -92,7 +132,6 @@ int nudger_start(struct nudger *n, uint64_t ncpu, int priority, uint64_t rate)
 		pthread_attr_t attr;
 		cpu_set_t set;
 
-		nc->n = n;
 		nc->cpu = (int)c;
 		rate_limit_init(&nc->limit, rate, BARRIERD_NUDGE_BURST);
 		CPU_ZERO(&set);
@@ -108,6 +147,8 @@ int nudger_start(struct nudger *n, uint64_t ncpu, int priority, uint64_t rate)
 		pthread_attr_destroy(&attr);
 		if (ret == -EINVAL) {
 			/* Offline, or outside our cpuset: nothing of ours can run there. */
+			log_info("nudges: cpu %llu is offline or not in our cpuset: not nudged",
+				 (unsigned long long)c);
 			ret = 0;
 			continue;
 		}
@@ -116,59 +157,48 @@ int nudger_start(struct nudger *n, uint64_t ncpu, int priority, uint64_t rate)
 	}
 	/*
 	 * Every thread drops its privileges before the filter goes on (the filter forbids the
-	 * calls that do it).  One that cannot run within the wait is given up: never nudged, and
-	 * it leaves without running anything once it does run.
+	 * calls that do it), the threads started before an error included.  One that cannot run
+	 * within the wait is given up: never nudged, and it leaves without running anything.
 	 */
 	end = bd_mono_ns() + NUDGE_START_WAIT_NS;
-	for (uint64_t c = 0; c < ncpu && !ret; c++) {
+	for (uint64_t c = 0; c < ncpu; c++) {
 		struct nudge_cpu *nc = &n->cpu[c];
 		uint32_t st;
 
-		while (nc->started &&
-		       (st = __atomic_load_n(&nc->state, __ATOMIC_ACQUIRE)) == NUDGE_STARTING) {
-			uint64_t now = bd_mono_ns();
-			struct timespec ts;
-
-			if (now >= end)
-				break;
-			ts.tv_sec = (time_t)((end - now) / 1000000000ULL);
-			ts.tv_nsec = (long)((end - now) % 1000000000ULL);
-			syscall(SYS_futex, &nc->state, FUTEX_WAIT_PRIVATE, NUDGE_STARTING, &ts,
-				NULL, 0);
-		}
 		if (!nc->started)
 			continue;
-		st = __atomic_load_n(&nc->state, __ATOMIC_ACQUIRE);
-		if (st == NUDGE_FAILED)
+		st = await_ready(nc, end);
+		if (st == NUDGE_FAILED && !ret)
 			ret = -EPERM;
-		else if (st == NUDGE_STARTING)
+		else if (st == NUDGE_ABANDONED)
 			log_warn("nudges: the thread for cpu %llu did not run within %llu ms (a "
 				 "SCHED_FIFO 99 task there?): that CPU is not nudged",
 				 (unsigned long long)c,
 				 (unsigned long long)(NUDGE_START_WAIT_NS / 1000000));
 	}
-	__atomic_store_n(&n->closed, true, __ATOMIC_RELEASE);
 	if (ret)
 		nudger_stop(n);
 	return ret;
 }
 
+bool nudger_can(const struct nudger *n, uint64_t c)
+{
+	if (!n->cpu || n->stopped || c >= n->ncpu)
+		return false;
+	return n->cpu[c].started &&
+	       __atomic_load_n(&n->cpu[c].state, __ATOMIC_ACQUIRE) == NUDGE_READY;
+}
+
 bool nudger_serves(const struct nudger *n, uint64_t c)
 {
-	const struct nudge_cpu *nc;
-
-	if (!n->cpu || c >= n->ncpu)
-		return false;
-	nc = &n->cpu[c];
-	return nc->started && __atomic_load_n(&nc->state, __ATOMIC_ACQUIRE) == NUDGE_READY &&
-	       !__atomic_load_n(&nc->lost, __ATOMIC_RELAXED);
+	return nudger_can(n, c) && !__atomic_load_n(&n->cpu[c].lost, __ATOMIC_RELAXED);
 }
 
 bool nudger_nudge(struct nudger *n, uint64_t c, uint64_t now, uint64_t *next)
 {
 	struct nudge_cpu *nc;
 
-	if (!nudger_serves(n, c))
+	if (!nudger_can(n, c))
 		return false;
 	nc = &n->cpu[c];
 	if (!rate_limit_take(&nc->limit, now)) {
@@ -184,10 +214,11 @@ bool nudger_nudge(struct nudger *n, uint64_t c, uint64_t now, uint64_t *next)
 	}
 	/*
 	 * The bump before the wake, so that a thread between its load and its FUTEX_WAIT
-	 * returns at once (the kernel compares the word) instead of sleeping through this.
+	 * returns at once (the kernel compares the word) instead of sleeping through this.  A
+	 * thread that lost its CPU is woken too: that wake is its chance to get back.
 	 */
 	__atomic_add_fetch(&nc->word, 1, __ATOMIC_RELEASE);
-	syscall(SYS_futex, &nc->word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	futex_wake1(&nc->word);
 	nc->sent++;
 	n->sent++;
 	return true;
@@ -199,20 +230,21 @@ void nudger_stop(struct nudger *n)
 	uint64_t e = bd_mono_ns() + NUDGE_STOP_WAIT_NS;
 	bool all = true;
 
-	if (!n->cpu)
+	if (!n->cpu || n->stopped)
 		return;
-	__atomic_store_n(&n->stop, 1, __ATOMIC_RELEASE);
+	n->stopped = true;
 	for (uint64_t c = 0; c < n->ncpu; c++) {
 		struct nudge_cpu *nc = &n->cpu[c];
 
 		if (!nc->started)
 			continue;
+		__atomic_store_n(&nc->stop, 1, __ATOMIC_RELEASE);
 		__atomic_add_fetch(&nc->word, 1, __ATOMIC_RELEASE);
-		syscall(SYS_futex, &nc->word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+		futex_wake1(&nc->word);
 	}
 	/*
 	 * A thread a SCHED_FIFO 99 task keeps off its CPU cannot leave: not waited for past the
-	 * bound (the process's exit ends it).  Its memory is then kept, since it may still run.
+	 * bound (the process's exit ends it).  The array it uses is then never freed.
 	 */
 	end.tv_sec = (time_t)(e / 1000000000ULL);
 	end.tv_nsec = (long)(e % 1000000000ULL);
@@ -221,7 +253,7 @@ void nudger_stop(struct nudger *n)
 
 		if (!nc->started)
 			continue;
-		if (pthread_timedjoin_np(nc->thread, NULL, &end) == 0)
+		if (pthread_clockjoin_np(nc->thread, NULL, CLOCK_MONOTONIC, &end) == 0)
 			nc->started = false;
 		else
 			all = false;

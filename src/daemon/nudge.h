@@ -64,15 +64,25 @@ static inline uint64_t nudge_queue_next(const struct nudge_queue *q, uint64_t af
 /* Nudges per CPU in a burst, above the sustained --max-nudge-rate. */
 #define BARRIERD_NUDGE_BURST 4
 
-enum { NUDGE_STARTING = 0, NUDGE_READY = 1, NUDGE_FAILED = 2 };
+/*
+ * A thread's start, a CAS handshake with nudger_start: the thread moves STARTING to SETUP before
+ * anything else, the start gives up on it by moving STARTING to ABANDONED (then it leaves at
+ * once, having run nothing), and SETUP always ends in READY or FAILED within microseconds.
+ */
+enum { NUDGE_STARTING = 0, NUDGE_SETUP, NUDGE_READY, NUDGE_FAILED, NUDGE_ABANDONED };
 
+/*
+ * Everything a nudge thread touches is here, in the heap array, never in struct nudger: a thread
+ * the stop could not join (kept off its CPU) may still run while the process exits, and the array
+ * is then never freed.
+ */
 struct nudge_cpu {
-	struct nudger *n;
 	int cpu;
-	bool started; /* the thread exists (and has not been joined) */
+	bool started; /* main thread only: the thread exists and has not been joined */
 	pthread_t thread;
-	uint32_t state; /* __atomic, futex: NUDGE_*, set once by the thread */
-	bool lost;	/* __atomic: it could not go back to its CPU (cpuset) */
+	uint32_t state; /* __atomic, futex: NUDGE_* */
+	uint32_t stop;	/* __atomic: leave at the next wake */
+	bool lost;	/* __atomic: its last try to return to its CPU failed (cpuset?) */
 	uint32_t word;	/* __atomic: bumped by each nudge; the thread sleeps while unchanged */
 	struct rate_limit limit; /* main thread only */
 	uint64_t sent;		 /* main thread only: nudges sent */
@@ -82,8 +92,7 @@ struct nudge_cpu {
 struct nudger {
 	uint64_t ncpu;
 	struct nudge_cpu *cpu;
-	int stop;      /* __atomic */
-	bool closed;   /* __atomic: the start stopped waiting; late threads leave at once */
+	bool stopped;  /* main thread only: nudger_stop ran */
 	uint64_t sent; /* all CPUs */
 	uint64_t held;
 };
@@ -98,7 +107,9 @@ struct nudger {
  * which a nudge needs to preempt the CPU's task).
  */
 int nudger_start(struct nudger *n, uint64_t ncpu, int priority, uint64_t rate);
-/* Does a thread of ours serve CPU c (started, ready, still on its CPU)? */
+/* Has CPU c a thread of ours that a nudge can wake (ready, not stopped)? */
+bool nudger_can(const struct nudger *n, uint64_t c);
+/* And is that thread on its CPU (its last return to it did not fail)? */
 bool nudger_serves(const struct nudger *n, uint64_t c);
 /*
  * Nudge CPU c now, unless its rate limit holds it back: then *next (if not NULL) is lowered to

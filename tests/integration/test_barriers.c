@@ -279,6 +279,20 @@ static void legacy_sleeper_is_a_ring(void **state)
 	munmap((void *)m, sz);
 }
 
+/*
+ * The waiter pinned to CPU 0 and the daemon started there with extra options: its mapping in
+ * *m (*sz) and a library handle in *b.
+ */
+static void start_on_cpu0(const char *const *extra, const struct barrierd_header **m, size_t *sz,
+			  struct barrierd **b)
+{
+	test_pin(0);
+	assert_int_equal(h_start(&H, 0, extra), 0);
+	*m = map_ro(H.state, sz);
+	assert_non_null(*m);
+	assert_int_equal(barrierd_open(b, H.state), 0);
+}
+
 /* The daemon's nudge count (ext.nudges, ABI 1.2). */
 static uint64_t nudges(const struct barrierd_header *m)
 {
@@ -317,11 +331,7 @@ static void nudges_only_lagging_cpus_waited_for(void **state)
 	(void)state;
 	if (ncpu < 2)
 		test_skip_or_fail("needs two CPUs");
-	test_pin(0);
-	assert_int_equal(h_start(&H, 0, extra), 0);
-	m = map_ro(H.state, &sz);
-	assert_non_null(m);
-	assert_int_equal(barrierd_open(&b, H.state), 0);
+	start_on_cpu0(extra, &m, &sz, &b);
 	for (long c = 1; c < ncpu && c < 64; c++)
 		spin[ns++] = test_spin_on((int)c, 19);
 	test_sleep_ms(20);
@@ -378,11 +388,7 @@ static void nudges_serve_a_silent_cpu(void **state)
 	(void)state;
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		test_skip_or_fail("needs two CPUs");
-	test_pin(0);
-	assert_int_equal(h_start(&H, 0, extra), 0);
-	m = map_ro(H.state, &sz);
-	assert_non_null(m);
-	assert_int_equal(barrierd_open(&b, H.state), 0);
+	start_on_cpu0(extra, &m, &sz, &b);
 	spin = test_spin_on(1, 19);
 	test_sleep_ms(20);
 	n0 = nudges(m);

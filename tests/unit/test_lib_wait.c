@@ -732,6 +732,36 @@ static int deny_membarrier(void)
 }
 
 /*
+ * In a child with membarrier denied (EPERM, as seccomp would): one barrierd_wait() for s (or a
+ * barrierd_barrier()) with the hang guard; its result.  A child, so that the filter does not
+ * outlive the call.
+ */
+static int fallback_in_child(struct barrierd *fb, uint64_t s, bool barrier)
+{
+	int pfd[2], r[2] = {1, 1}, st = 0;
+	pid_t pid;
+
+	assert_int_equal(pipe(pfd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(pfd[0]);
+		alarm(30);
+		r[0] = deny_membarrier();
+		r[1] = barrier ? barrierd_barrier(fb, TEST_HANG_GUARD_NS)
+			       : barrierd_wait(fb, s, TEST_HANG_GUARD_NS);
+		_exit(write(pfd[1], r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 1);
+	}
+	close(pfd[1]);
+	assert_int_equal(read(pfd[0], r, sizeof(r)), sizeof(r));
+	close(pfd[0]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(r[0], 0);
+	return r[1];
+}
+
+/*
  * The fallback returns membarrier's error, never a success it did not get.  In a child, so
  * the seccomp filter does not outlive the test.
  */
@@ -740,31 +770,10 @@ static void fallback_error_returned(void **state)
 	struct fx *f = *state;
 	struct barrierd *fb = open_fallback(f, 0);
 	uint64_t s = stamp(fb);
-	int pfd[2], res[3] = {1, 1, 1}, st = 0;
-	pid_t pid;
 
 	daemon_dies(f); /* also stops the heartbeat thread: fork a single-threaded process */
-	assert_int_equal(pipe(pfd), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int r[3];
-
-		close(pfd[0]);
-		alarm(30);
-		r[0] = deny_membarrier();
-		r[1] = barrierd_wait(fb, s, TEST_HANG_GUARD_NS);
-		r[2] = barrierd_barrier(fb, TEST_HANG_GUARD_NS);
-		_exit(write(pfd[1], r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 1);
-	}
-	close(pfd[1]);
-	assert_int_equal(read(pfd[0], res, sizeof(res)), sizeof(res));
-	close(pfd[0]);
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	assert_int_equal(res[0], 0);
-	assert_int_equal(res[1], -EPERM);
-	assert_int_equal(res[2], -EPERM);
+	assert_int_equal(fallback_in_child(fb, s, false), -EPERM);
+	assert_int_equal(fallback_in_child(fb, s, true), -EPERM);
 	barrierd_close(fb);
 }
 
@@ -824,25 +833,7 @@ static void fallback_unavailable_waits_for_daemon(void **state)
 	/* No nudge for the lagging CPUs: membarrier's error, after fallback_after_ns. */
 	set_nudged(f, false);
 	s2 = stamp(fb);
-	assert_int_equal(pipe(pfd), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int r[2];
-
-		close(pfd[0]);
-		alarm(30);
-		r[0] = deny_membarrier();
-		r[1] = barrierd_wait(fb, s2, TEST_HANG_GUARD_NS);
-		_exit(write(pfd[1], r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 1);
-	}
-	close(pfd[1]);
-	assert_int_equal(read(pfd[0], &res[0], sizeof(int) * 2), sizeof(int) * 2);
-	close(pfd[0]);
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	assert_int_equal(res[0], 0);
-	assert_int_equal(res[1], -EPERM);
+	assert_int_equal(fallback_in_child(fb, s2, false), -EPERM);
 	barrierd_close(fb);
 }
 
