@@ -170,6 +170,17 @@ static void disarm(struct daemon *d)
 	publisher_set_armed(&d->pub, false);
 }
 
+/* Arm a one-shot timerfd for an absolute CLOCK_MONOTONIC time: 0 disarms it, a time already
+ * past fires at once. */
+static void timer_at(int fd, uint64_t due)
+{
+	struct itimerspec its = {{0, 0}, {0, 0}};
+
+	its.it_value.tv_sec = (time_t)(due / 1000000000ULL);
+	its.it_value.tv_nsec = (long)(due % 1000000000ULL);
+	timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
 /* A credit pass is wanted (a ring, a sleeper that cannot ring, the slow idle credit). */
 static void ask_credit(struct daemon *d, uint64_t now)
 {
@@ -193,7 +204,6 @@ static void ask_credit(struct daemon *d, uint64_t now)
 static void schedule_credit(struct daemon *d)
 {
 	uint64_t held, due = 0;
-	struct itimerspec its = {{0, 0}, {0, 0}};
 
 	if (d->credit_pending) {
 		due = rate_limit_next(&d->credit_limit, bd_mono_ns());
@@ -212,10 +222,7 @@ static void schedule_credit(struct daemon *d)
 	if (due == d->credit_due)
 		return;
 	d->credit_due = due;
-	its.it_value.tv_sec = (time_t)(due / 1000000000ULL);
-	its.it_value.tv_nsec = (long)(due % 1000000000ULL);
-	/* 0 disarms the timer; a due time already past fires at once. */
-	timerfd_settime(d->cfd, TFD_TIMER_ABSTIME, &its, NULL);
+	timer_at(d->cfd, due);
 }
 
 /*
@@ -225,7 +232,6 @@ static void schedule_credit(struct daemon *d)
 static void schedule_nudge(struct daemon *d)
 {
 	uint64_t due = nudge_queue_next(&d->nq, d->o->nudge_after_ns);
-	struct itimerspec its = {{0, 0}, {0, 0}};
 
 	if (d->retry_at && (!due || d->retry_at < due))
 		due = d->retry_at;
@@ -235,9 +241,7 @@ static void schedule_nudge(struct daemon *d)
 	if (due == d->nudge_due)
 		return;
 	d->nudge_due = due;
-	its.it_value.tv_sec = (time_t)(due / 1000000000ULL);
-	its.it_value.tv_nsec = (long)(due % 1000000000ULL);
-	timerfd_settime(d->nfd, TFD_TIMER_ABSTIME, &its, NULL);
+	timer_at(d->nfd, due);
 }
 
 /*
@@ -268,7 +272,9 @@ static void nudge_track(struct daemon *d, bool coalesce)
 
 /*
  * The per-CPU flags' NUDGE bit as it is now: a thread that lost its CPU (cpuset) no longer serves
- * it, and the library's fallback must know (lagging_all_nudged).
+ * it, and the library's fallback must know (lagging_all_nudged).  At the start and at every
+ * heartbeat tick, not per ring: a thread loses or regains its CPU rarely, and the fallback it
+ * matters to comes 100 ms into a wait.  Information only, never evidence: plain stores.
  */
 static void refresh_nudge_flags(struct daemon *d)
 {
@@ -318,7 +324,6 @@ static void on_nudge_timer(struct daemon *d)
 	if (d->retry_at && now >= d->retry_at)
 		d->retry_at = 0;
 	if (upto) {
-		refresh_nudge_flags(d);
 		for (uint64_t c = 0; c < d->sf.ncpu; c++)
 			d->nudge_want[c] = nudger_can(&d->nudger, c);
 		targets =
@@ -602,11 +607,11 @@ static void publish_cpu_flags(struct daemon *d)
 			f |= BARRIERD_CPUF_NOHZ_FULL;
 		if (ni > 0 && iso[c])
 			f |= BARRIERD_CPUF_ISOLATED;
-		if (nudger_serves(&d->nudger, c))
-			f |= BARRIERD_CPUF_NUDGE;
-		nohz_unserved += (f & BARRIERD_CPUF_NOHZ_FULL) && !(f & BARRIERD_CPUF_NUDGE);
 		bd_store(&flags[c], f);
 	}
+	refresh_nudge_flags(d);
+	for (uint64_t c = 0; c < n; c++)
+		nohz_unserved += nn > 0 && nohz[c] && !nudger_serves(&d->nudger, c);
 	if (nn > 0 || ni > 0)
 		log_info("%d nohz_full and %d isolated CPUs%s", nn > 0 ? nn : 0, ni > 0 ? ni : 0,
 			 nohz_unserved ? "; nohz_full CPUs without nudges: their barriers wait for "
@@ -741,6 +746,8 @@ static int on_tick(struct daemon *d, bool *beat)
 		send_status(d, now);
 		d->next_status_ns = now + STATUS_PERIOD_NS;
 	}
+	if (d->nudge_want)
+		refresh_nudge_flags(d);
 	/*
 	 * Clients of the original layout cannot ring: find them sleeping on the words, without
 	 * waking them, and follow while they wait.  A fold at each heartbeat also keeps idle
@@ -884,7 +891,6 @@ static int serve_legacy(struct daemon *d)
 static bool take_fold(struct daemon *d)
 {
 	struct epoll_event ev = {.events = 0, .data.u64 = EV_RB};
-	struct itimerspec its = {{0, 0}, {0, 0}};
 	uint64_t now = bd_mono_ns(), next;
 
 	if (rate_limit_take(&d->fold_limit, now))
@@ -894,9 +900,7 @@ static bool take_fold(struct daemon *d)
 	epoll_ctl(d->epfd, EPOLL_CTL_MOD, probes_rb_fd(&d->probes), &ev);
 	d->rb_paused = true;
 	next = rate_limit_next(&d->fold_limit, now);
-	its.it_value.tv_sec = (time_t)(next / 1000000000ULL);
-	its.it_value.tv_nsec = (long)(next % 1000000000ULL);
-	timerfd_settime(d->ffd, TFD_TIMER_ABSTIME, &its, NULL);
+	timer_at(d->ffd, next);
 	return false;
 }
 

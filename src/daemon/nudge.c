@@ -202,8 +202,6 @@ bool nudger_nudge(struct nudger *n, uint64_t c, uint64_t now, uint64_t *next)
 		return false;
 	nc = &n->cpu[c];
 	if (!rate_limit_take(&nc->limit, now)) {
-		nc->held++;
-		n->held++;
 		if (next) {
 			uint64_t t = rate_limit_next(&nc->limit, now);
 
@@ -219,8 +217,6 @@ bool nudger_nudge(struct nudger *n, uint64_t c, uint64_t now, uint64_t *next)
 	 */
 	__atomic_add_fetch(&nc->word, 1, __ATOMIC_RELEASE);
 	futex_wake1(&nc->word);
-	nc->sent++;
-	n->sent++;
 	return true;
 }
 

@@ -85,16 +85,12 @@ struct nudge_cpu {
 	bool lost;	/* __atomic: its last try to return to its CPU failed (cpuset?) */
 	uint32_t word;	/* __atomic: bumped by each nudge; the thread sleeps while unchanged */
 	struct rate_limit limit; /* main thread only */
-	uint64_t sent;		 /* main thread only: nudges sent */
-	uint64_t held;		 /* main thread only: nudges the rate limit held back */
 };
 
 struct nudger {
 	uint64_t ncpu;
 	struct nudge_cpu *cpu;
-	bool stopped;  /* main thread only: nudger_stop ran */
-	uint64_t sent; /* all CPUs */
-	uint64_t held;
+	bool stopped; /* main thread only: nudger_stop ran */
 };
 
 /*
