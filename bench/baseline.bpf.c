@@ -11,7 +11,7 @@
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
-#include "barrierd_slot.h"
+#include <barrierd_slot.h>
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* barrierd's evidence programs: stamp per CPU when it takes a serialising event. */
 #include "vmlinux_min.h"
-#include "barrierd_slot.h"
+#include <barrierd_slot.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 

@@ -5,7 +5,7 @@
  * so a test can never touch a live slot of the production program.
  */
 #include "vmlinux_min.h"
-#include "barrierd_slot.h"
+#include <barrierd_slot.h>
 #include <bpf/bpf_helpers.h>
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

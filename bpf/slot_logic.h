@@ -7,7 +7,7 @@
 #ifndef BARRIERD_SLOT_LOGIC_H
 #define BARRIERD_SLOT_LOGIC_H
 
-#include "barrierd_slot.h"
+#include <barrierd_slot.h>
 
 /*
  * Globals in .bss, written by the daemon through the skeleton's mmap:
@@ -18,6 +18,8 @@
  *   daemon_tids[]  global tids of the daemon's threads: their events never signal
  *   main_tid       the daemon's main thread: switches with it as prev are counted in
  *   main_switches  for the detach check (rule 6)
+ *   quiet_cpu, quiet_upto  CPU + 1 that must not signal while the watermark is at or below
+ *                  quiet_upto (the daemon's own CPU after a ring: publisher_quiet)
  */
 
 static __always_inline int is_daemon_tid(__u32 tid)
@@ -72,7 +74,9 @@ static __always_inline void stamp_slot(struct barrierd_slot *slot, __u32 cpu, in
 	slot->events++;
 
 	__u64 wm = *(volatile __u64 *)&watermark;
-	if (wm != 0 && prev_sig <= wm && !daemon) {
+	if (wm != 0 && prev_sig <= wm && !daemon &&
+	    !(*(volatile __u64 *)&quiet_cpu == (__u64)cpu + 1 &&
+	      wm <= *(volatile __u64 *)&quiet_upto)) {
 		slot->signals++;
 		bpf_ringbuf_output(&signal_rb, &cpu, sizeof(cpu), BPF_RB_FORCE_WAKEUP);
 	}

@@ -6,7 +6,8 @@
 #ifndef BARRIERD_SLOT_MAPS_H
 #define BARRIERD_SLOT_MAPS_H
 
-#include "barrierd_slot.h"
+#include <barrierd_slot.h>
+#include "daemon_tids.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -27,6 +28,8 @@ volatile __u64 watermark;
 volatile __u64 switch_stamps;
 volatile __u64 main_tid;
 volatile __u64 main_switches;
+volatile __u64 quiet_cpu; /* CPU + 1 kept from signalling up to quiet_upto; 0: none */
+volatile __u64 quiet_upto;
 volatile __u32 daemon_tids[BARRIERD_MAX_DAEMON_TIDS];
 
 #endif

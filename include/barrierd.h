@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <barrierd_slot.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -34,7 +36,7 @@ extern "C" {
 /* "BARRIERD" in little-endian byte order. */
 #define BARRIERD_MAGIC 0x4452454952524142ULL
 #define BARRIERD_ABI_MAJOR 1u
-#define BARRIERD_ABI_MINOR 2u
+#define BARRIERD_ABI_MINOR 3u
 
 /* header.flags, low bits: the daemon's state. */
 #define BARRIERD_FLAG_RUNNING (1ULL << 0) /* a daemon owns the file and publishes */
@@ -62,6 +64,12 @@ extern "C" {
 #define BARRIERD_CPUF_NOHZ_FULL (1ULL << 0) /* listed in /sys/devices/system/cpu/nohz_full */
 #define BARRIERD_CPUF_ISOLATED (1ULL << 1)  /* listed in /sys/devices/system/cpu/isolated */
 #define BARRIERD_CPUF_NUDGE (1ULL << 2)	    /* a nudge thread of the daemon serves it */
+/*
+ * ABI 1.3: the daemon hands out the frozen slots map and its program links on a unix socket at
+ * the state path plus BARRIERD_SLOTS_SOCKET_SUFFIX (docs/PROTOCOL.md §7): clients may credit
+ * CPUs from the slots themselves (docs/DESIGN.md rule 11).
+ */
+#define BARRIERD_FEAT_DIRECT (1ULL << 20)
 #define BARRIERD_FLAGS_STATE_MASK 0xffffULL
 
 /*
@@ -220,6 +228,30 @@ static inline uint64_t barrierd_file_size(uint64_t ncpu)
 	return barrierd_cpu_flags_offset(ncpu) + ncpu * sizeof(uint64_t);
 }
 
+/*
+ * The slot socket's reply (ABI 1.3): this record, with SCM_RIGHTS carrying the slots map's
+ * descriptor, then nlinks link descriptors (1: the sched_switch program's link, which keeps
+ * the idle words live while it is held).  One reply per connection.
+ */
+#define BARRIERD_SLOTS_SOCKET_SUFFIX ".sock"
+#define BARRIERD_SLOTS_MAGIC 0x31544f4c53444242ULL /* "BBDSLOT1" */
+#define BARRIERD_SLOTS_MAX_LINKS 64u
+
+struct barrierd_slots_msg {
+	uint64_t magic;	     /* BARRIERD_SLOTS_MAGIC */
+	uint32_t slot_abi;   /* BARRIERD_SLOT_ABI */
+	uint32_t slot_size;  /* sizeof(struct barrierd_slot) == 64 */
+	uint64_t ncpu;	     /* slots in the map: the file's ncpu */
+	uint64_t generation; /* the file's generation of the daemon that sent it */
+	uint32_t nlinks;     /* link descriptors after the map's */
+	uint32_t reserved;   /* 0 */
+};
+
+_Static_assert(sizeof(struct barrierd_slots_msg) == 40, "abi");
+_Static_assert(offsetof(struct barrierd_slots_msg, ncpu) == 16, "abi");
+_Static_assert(offsetof(struct barrierd_slots_msg, generation) == 24, "abi");
+_Static_assert(offsetof(struct barrierd_slots_msg, nlinks) == 32, "abi");
+
 /* The largest ncpu a reader accepts (the kernel's NR_CPUS limit). */
 #define BARRIERD_MAX_CPUS 8192u
 
@@ -281,6 +313,11 @@ struct barrierd_open_opts {
  * missing, or when the last look was under 10 ms ago: at most one look per 10 ms per handle).
  */
 #define BARRIERD_OPEN_ATTACH_LATER 0x1u
+/*
+ * Never credit CPUs from the slots (docs/DESIGN.md rule 11): do not connect to the slot
+ * socket, and wait only on what the daemon publishes, as before ABI 1.3.
+ */
+#define BARRIERD_OPEN_NO_DIRECT 0x2u
 
 /*
  * barrierd_open - check, validate and map the state file read-only.
@@ -396,6 +433,30 @@ const struct barrierd_header *barrierd_mapping(const struct barrierd *b, size_t 
  * attach-later handle, its creation until the file is mapped, then the clock reading of that.
  */
 uint64_t barrierd_open_ns(const struct barrierd *b);
+
+/*
+ * Direct evidence (ABI 1.3, docs/DESIGN.md rule 11).  barrierd_open() asks the daemon for the
+ * slots (unless BARRIERD_OPEN_NO_DIRECT); with them, barrierd_passed(), barrierd_wait(),
+ * barrierd_wait_cpus() and barrierd_barrier() credit CPUs from the slots themselves (a stamp
+ * above the barrier's, an idle CPU, the caller's own CPU) and leave the rest to the daemon.
+ * vtime stamps never use them.  barrierd_direct() tells whether the handle credits from slots
+ * now (the daemon that handed them out still runs).
+ */
+bool barrierd_direct(const struct barrierd *b);
+
+/* How a CPU was credited from the slots, for audits and tools. */
+enum barrierd_credit_kind {
+	BARRIERD_CREDIT_STAMP = 1, /* its slot's stamp (value) is above the barrier's */
+	BARRIERD_CREDIT_IDLE = 2,  /* its idle word read IDLE after the clock reading value */
+	BARRIERD_CREDIT_SELF = 3,  /* the caller ran on it after the clock reading value */
+};
+typedef void (*barrierd_credit_fn)(void *arg, uint64_t stamp_ns, unsigned cpu, int kind,
+				   uint64_t value);
+/*
+ * Call fn(arg, ...) in the calling thread for every CPU credited from the slots from now on
+ * (NULL: stop).  Set it before other threads use the handle.  0, or -EINVAL.
+ */
+int barrierd_set_credit_observer(struct barrierd *b, barrierd_credit_fn fn, void *arg);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,25 @@
 
 #define BDLIB_EXPORT __attribute__((visibility("default")))
 
+/* Bits for one CPU each, up to BARRIERD_MAX_CPUS (a stack array: 1 KiB). */
+#define BD_CPU_WORDS (BARRIERD_MAX_CPUS / (8 * sizeof(unsigned long)))
+
+/*
+ * Slots sets a handle may fetch in its life (one per daemon run it meets).  Each is kept, its
+ * descriptors open, until barrierd_close(): another thread may still be loading from it.
+ */
+#define BD_DIRECT_MAX_SETS 4
+
+/* The daemon's slots and links, as received on its socket (DESIGN rule 11). */
+struct bd_direct {
+	const struct barrierd_slot *slots; /* read-only MAP_SHARED of the frozen map */
+	size_t len;
+	uint64_t generation; /* the file's generation of the daemon that sent them */
+	unsigned fork_gen;   /* bd_fork_gen when fetched: a forked child fetches its own */
+	unsigned nfds;	     /* the map's descriptor, then every link's: held until close */
+	int fds[1 + BARRIERD_SLOTS_MAX_LINKS];
+};
+
 struct barrierd {
 	/*
 	 * The read-only shared mapping.  NULL while a BARRIERD_OPEN_ATTACH_LATER handle waits for
@@ -50,6 +69,15 @@ struct barrierd {
 	    created_ns;	 /* host time at open: stamps after it, before open_ns, predate the file */
 	int attach_busy; /* __atomic: one attach at a time (a trylock) */
 	uint64_t attach_next_ns; /* __atomic: no attempt before this host time */
+	/* Direct evidence (lib/direct.c, lib/slots_fetch.c). */
+	const struct bd_direct *direct; /* __atomic: the newest set, or NULL (release/acquire) */
+	struct bd_direct *direct_sets[BD_DIRECT_MAX_SETS]; /* every set fetched: freed at close */
+	unsigned direct_nsets;
+	int direct_busy;	 /* __atomic: one fetch at a time (a trylock) */
+	uint64_t direct_next_ns; /* __atomic: no fetch before this raw clock time */
+	bool no_direct;		 /* BARRIERD_OPEN_NO_DIRECT */
+	barrierd_credit_fn observer;
+	void *observer_arg;
 };
 
 /* The mapping, or NULL while an attach-later handle has no file: acquire (see struct). */
@@ -188,6 +216,54 @@ uint64_t bd_liveness_ns(const struct barrierd *b);
  * was removed, names another file, or the file is now shorter than our mapping.  One stat().
  */
 int bd_file_moved(const struct barrierd *b);
+
+/*
+ * Direct evidence (DESIGN rule 11, lib/direct.c).  The slots set to credit from now: the
+ * newest one, if the file is marked running (not stopped) in the generation it came with;
+ * else NULL.  A policy (a stopped or replaced daemon's tracer is let go), not soundness.
+ */
+const struct bd_direct *bd_direct_use(const struct barrierd *b);
+
+/*
+ * Credit from d every CPU in left[] (ncpu bits) that the slots show passed ns stamp T, and
+ * clear its bit; calls the observer for each.  Returns how many CPUs stay set, or UINT64_MAX
+ * (nothing credited) without a live daemon or a known time-namespace offset.
+ */
+uint64_t bd_direct_credit(const struct barrierd *b, const struct bd_direct *d, uint64_t T,
+			  unsigned long *left, uint64_t *stamped);
+
+/*
+ * Has every CPU in the set (all CPUs if set is NULL) passed ns stamp T, by direct credit or
+ * by the trusted published values (the global value, then the per-CPU ones)?  1 or 0; -1 if
+ * the handle has no slots to use (the caller judges by the file alone).  left, if not NULL,
+ * gets the CPUs that direct credit did not cover (ncpu bits).  *clock_only (if not NULL) is
+ * set when every CPU passed by idle or own-CPU credit alone: judged by r > T, both readings
+ * of this process's clock converted with the same offset, so a time-namespace move before
+ * the stamp cannot make that judgement early (no stamp or published time was compared).
+ */
+int bd_direct_passed(const struct barrierd *b, uint64_t T, const unsigned long *set, size_t nbits,
+		     unsigned long *left, bool *clock_only);
+
+/*
+ * Ask the daemon for its slots (lib/slots_fetch.c) when the file offers them and the handle
+ * has none of this daemon's: at most one attempt per 100 ms per handle and
+ * BD_DIRECT_MAX_SETS sets in all, never blocking another thread (a trylock).  Silent: any
+ * failure leaves the handle on the file alone.
+ */
+void bd_direct_refresh(struct barrierd *b);
+
+/* Unmap and close every set (barrierd_close). */
+void bd_direct_free(struct barrierd *b);
+
+/*
+ * The state file's directory, trusted as bd_open_trusted() trusts it: an O_PATH descriptor,
+ * and the file's name within it in base.  0 or -errno (-EPERM: not trusted).
+ */
+int bd_open_trusted_dir(const char *path, uid_t trusted_uid, int trusted_uid_set, int *dfd_out,
+			const char **base);
+
+/* Is this owner root, or the uid the open options trust? */
+int bd_owner_trusted(uid_t owner, uid_t trusted_uid, int trusted_uid_set);
 
 /* membarrier(MEMBARRIER_CMD_GLOBAL): 0 or its -errno, never a success it did not get. */
 int bd_fallback_membarrier(void);

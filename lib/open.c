@@ -217,7 +217,7 @@ BDLIB_EXPORT int barrierd_open_opts(struct barrierd **out, const char *path,
 		return -EINVAL;
 	if (opts && opts->sz >= offsetof(struct barrierd_open_opts, flags) + sizeof(opts->flags))
 		flags = opts->flags;
-	if (flags & ~BARRIERD_OPEN_ATTACH_LATER)
+	if (flags & ~(BARRIERD_OPEN_ATTACH_LATER | BARRIERD_OPEN_NO_DIRECT))
 		return -EINVAL;
 	if (!path)
 		path = secure_getenv(BARRIERD_STATE_ENV);
@@ -229,6 +229,7 @@ BDLIB_EXPORT int barrierd_open_opts(struct barrierd **out, const char *path,
 		return -ENOMEM;
 	b->timens_fd = -1;
 	b->fd = -1;
+	b->no_direct = flags & BARRIERD_OPEN_NO_DIRECT;
 	ret = bd_timens_derive(b);
 	if (ret)
 		goto fail;
@@ -247,6 +248,8 @@ BDLIB_EXPORT int barrierd_open_opts(struct barrierd **out, const char *path,
 		ret = bd_attach_later(b, path);
 	if (ret)
 		goto fail;
+	/* The slots, if the daemon offers them: any failure leaves the file alone in use. */
+	bd_direct_refresh(b);
 	*out = b;
 	return 0;
 fail:
@@ -331,6 +334,7 @@ BDLIB_EXPORT void barrierd_close(struct barrierd *b)
 		munmap((void *)b->map2, b->size2);
 	if (b->fd >= 0)
 		close(b->fd);
+	bd_direct_free(b);
 	bd_timens_unpin(b);
 	free(b->path);
 	free(b->late_path);

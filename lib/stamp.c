@@ -59,8 +59,16 @@ BDLIB_EXPORT bool barrierd_passed(const struct barrierd *b, uint64_t stamp_ns)
 	 * or UINT64_MAX once a namespace move retired the handle (lib/timens.c); after a fork,
 	 * false until the child has learnt its offset (its first stamp, wait or request).
 	 */
-	return bd_hdr(b) && stamp_ns > __atomic_load_n(&b->valid_after, __ATOMIC_ACQUIRE) &&
-	       !bd_timens_stale_fork(b) && bd_trusted(b, &b->hdr->last_interrupt_ns, 0) > stamp_ns;
+	int r;
+
+	if (!bd_hdr(b) || stamp_ns <= __atomic_load_n(&b->valid_after, __ATOMIC_ACQUIRE) ||
+	    bd_timens_stale_fork(b))
+		return false;
+	/* Direct evidence (DESIGN rule 11): the slots, then what the daemon published. */
+	r = bd_direct_passed(b, stamp_ns, NULL, 0, NULL, NULL);
+	if (r >= 0)
+		return r;
+	return bd_trusted(b, &b->hdr->last_interrupt_ns, 0) > stamp_ns;
 }
 
 BDLIB_EXPORT bool barrierd_passed_vtime(const struct barrierd *b, uint64_t vtime)

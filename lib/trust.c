@@ -93,13 +93,13 @@ static int chain_ok(int dfd, uid_t trusted_uid, int trusted_uid_set)
 	return ret;
 }
 
-int bd_open_trusted(const char *path, uid_t trusted_uid, int trusted_uid_set, int *fd_out)
+int bd_open_trusted_dir(const char *path, uid_t trusted_uid, int trusted_uid_set, int *dfd_out,
+			const char **base_out)
 {
 	char dir[PATH_MAX];
 	const char *base;
-	struct stat st;
 	char *slash;
-	int dfd, fd, ret;
+	int dfd, ret;
 
 	if (!path || !*path || strlen(path) >= sizeof(dir))
 		return -EINVAL;
@@ -126,6 +126,25 @@ int bd_open_trusted(const char *path, uid_t trusted_uid, int trusted_uid_set, in
 		close(dfd);
 		return ret;
 	}
+	*dfd_out = dfd;
+	*base_out = base;
+	return 0;
+}
+
+int bd_owner_trusted(uid_t owner, uid_t trusted_uid, int trusted_uid_set)
+{
+	return owner_ok(owner, trusted_uid, trusted_uid_set);
+}
+
+int bd_open_trusted(const char *path, uid_t trusted_uid, int trusted_uid_set, int *fd_out)
+{
+	const char *base;
+	struct stat st;
+	int dfd, fd, ret;
+
+	ret = bd_open_trusted_dir(path, trusted_uid, trusted_uid_set, &dfd, &base);
+	if (ret)
+		return ret;
 	/*
 	 * The file itself: never through a symlink, never blocking (a FIFO planted at the path
 	 * would hang the open), and checked on the open descriptor, not the name.

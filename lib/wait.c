@@ -100,6 +100,14 @@ static int passed(const struct barrierd *b, const struct target *t)
 	 */
 	if (t->kind != T_VTIME && t->value <= __atomic_load_n(&b->valid_after, __ATOMIC_ACQUIRE))
 		return 0;
+	/* Direct evidence first (DESIGN rule 11): an idle machine passes on loads alone. */
+	if (t->kind != T_VTIME) {
+		int r = bd_direct_passed(b, t->value, t->kind == T_CPUS ? t->set : NULL, t->nbits,
+					 NULL, NULL);
+
+		if (r >= 0)
+			return r;
+	}
 	if (bd_trusted(b, global_word(b, t), t->kind == T_VTIME) > t->value)
 		return 1;
 	if (t->kind != T_CPUS)
@@ -128,15 +136,22 @@ static enum ring_decision need_ring(const struct barrierd *b, const struct targe
 				    uint64_t flags)
 {
 	const struct barrierd_ext *x = bd_ext(b);
-	bool lagging = false;
+	unsigned long left[BD_CPU_WORDS];
+	bool lagging = false, direct;
 
 	if (!x || !(flags & BARRIERD_FEAT_DOORBELL))
 		return NO_RING;
 	/* Disarmed, before ABI 1.1: no CPU signals the daemon until someone rings. */
 	if (!(flags & (BARRIERD_FLAG_ARMED | BARRIERD_FEAT_HORIZON)))
 		return RING;
+	/* CPUs the slots credit need nothing from the daemon: only the others count. */
+	direct =
+	    t->kind != T_VTIME && bd_direct_passed(b, t->value, t->kind == T_CPUS ? t->set : NULL,
+						   t->nbits, left, NULL) >= 0;
 	for (uint64_t c = 0; c < b->ncpu; c++) {
 		if (!in_set(t, c) || bd_load(cpu_word(b, t, c)) > t->value)
+			continue;
+		if (direct && !bd_in_set(left, b->ncpu, c))
 			continue;
 		if (bd_load(&x->cpu[c].state) != BARRIERD_CPU_BUSY)
 			return RING;
@@ -367,6 +382,18 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 	/* Opened before the extension was laid out: pick it up (its stop snapshot, doorbell). */
 	if (!bd_ext(b))
 		bd_ext_refresh(b);
+	/*
+	 * barrierd_barrier()'s stamp passed by idle and own-CPU credit alone (DESIGN §3.13): both
+	 * clock readings were taken in this call, in one time namespace (setns() needs a
+	 * single-threaded process: it cannot move us between them), with the same offset, so a
+	 * move before the call cannot make r > T untrue; no move check (a stat()) is needed.
+	 */
+	if (fresh && t->kind == T_NS) {
+		bool clock_only;
+
+		if (bd_direct_passed(b, t->value, NULL, 0, NULL, &clock_only) == 1 && clock_only)
+			return 0;
+	}
 	if (passed(b, t)) {
 		/*
 		 * The fast path: loads only.  A fresh stamp seldom passes at once, so the
@@ -454,6 +481,10 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 			return -ETIMEDOUT;
 		if (!bd_ext(b))
 			bd_ext_refresh(b);
+		/* No slots of this daemon yet (a restart, a late start): ask, at most every 100 ms.
+		 */
+		if (t->kind != T_VTIME)
+			bd_direct_refresh(b);
 		/*
 		 * The flags, once, before the decision: the decision is taken on this value and,
 		 * when it rested on ARMED, the sleep watches its low half, so a change after this

@@ -93,9 +93,9 @@ static int detach_check(struct publisher *p)
 
 /*
  * Rule 6, for the credit itself: were the programs attached at some instant after the idle
- * RMWs?  Force a switch of this thread (a short sleep) and see the program count it.  The
- * program's count is loaded first, after the RMWs (locked: no later load is performed before
- * them), so any increment seen afterwards comes from a switch after the RMWs, traced by an
+ * idle loads?  Force a switch of this thread (a short sleep) and see the program count it.  The
+ * program's count is loaded first, after the idle loads (loads are performed in order, F2),
+ * so any increment seen afterwards comes from a switch after them, traced by an
  * attached program.  The kernel's count only tells that a switch did happen (it is raised in
  * the same __schedule() call, before the tracepoint), so that a missing increment means a
  * detached program and not a sleep that never slept.  0, -ENOLINK (detached), or -EAGAIN (no
@@ -103,7 +103,7 @@ static int detach_check(struct publisher *p)
  */
 #define FORCED_SWITCH_TRIES 12 /* sleeps of 1 us, doubling: about 4 ms in all at worst */
 
-static __attribute__((unused)) int attached_after_rmws(struct publisher *p)
+static __attribute__((unused)) int attached_after_loads(struct publisher *p)
 {
 	uint64_t b0, k0;
 
@@ -131,8 +131,8 @@ static __attribute__((unused)) int attached_after_rmws(struct publisher *p)
 
 /*
  * tests/audit/check_disasm.sh reads this function's machine code: the clock call, LFENCE and
- * MFENCE in straight-line code, and a locked instruction (the idle RMW).  Keep the sequence in
- * this function, not in a helper the compiler may keep out of line.
+ * MFENCE in straight-line code, before the idle loads.  Keep the sequence in this function,
+ * not in a helper the compiler may keep out of line.
  */
 int credit_snapshot(struct publisher *p, struct credit *cr)
 {
@@ -151,10 +151,11 @@ int credit_snapshot(struct publisher *p, struct credit *cr)
 	bd_lfence();
 	cr->v = bd_load(&h->vtime);
 	/*
-	 * DESIGN rule 3's drain: our vtime store and all earlier stores are globally visible
-	 * before we read the online mask.  A CPU that comes up sets its bit (locked) before
-	 * running any task, so a clear bit read after this fence means the CPU runs nothing until
-	 * after r, and it will see v.
+	 * DESIGN rules 2 and 3: the drain.  Our vtime store and all earlier stores are globally
+	 * visible before the online mask and the idle words are loaded (no load is performed
+	 * before an MFENCE).  A CPU that comes up sets its bit (locked) before running any task,
+	 * so a clear bit read after this fence means the CPU runs nothing until after r, and it
+	 * will see v; the same holds for a CPU whose idle word reads IDLE below.
 	 */
 	bd_mfence();
 	if (p->online_fd >= 0 && online_mask_read(p))
@@ -165,18 +166,18 @@ int credit_snapshot(struct publisher *p, struct credit *cr)
 		if (!p->online[c])
 			continue;
 		/*
-		 * DESIGN rule 2: a locked RMW, never a plain or seq_cst load (a plain MOV).
-		 * Locked RMWs on one word are totally ordered, so if it reads IDLE, the
-		 * CPU's next exit from idle (its xchg to BUSY) comes after this RMW, after
-		 * r; and the RMW drains our store buffer, so v is visible before that CPU
-		 * runs user code.
+		 * DESIGN rule 2: a load after the MFENCE above (the slots are frozen and mapped
+		 * read-only: no RMW is possible, and none is needed).  If it reads IDLE, the
+		 * CPU's next exit from idle (a locked xchg to BUSY, never left in its store
+		 * buffer) was not in memory yet, so it comes after this load, after r; and the
+		 * MFENCE made v visible before this load, so before that CPU runs user code.
 		 */
-		old = __atomic_fetch_add(&p->slots[c].idle, 0, __ATOMIC_SEQ_CST);
+		old = __atomic_load_n(&p->slots[c].idle, __ATOMIC_ACQUIRE);
 		p->state[c] = old == BARRIERD_SLOT_IDLE ? BARRIERD_CPU_IDLE : BARRIERD_CPU_BUSY;
 	}
 	/*
 	 * DESIGN rule 6: an IDLE read above is evidence only if the switch program was attached
-	 * after it (the check before the RMWs sees a detach only once this thread has slept
+	 * after it (the check before the loads sees a detach only once this thread has slept
 	 * since; a ring wakes us with a switch *in*, which no count sees).
 	 */
 	/* Only an IDLE read needs it: with no idle credit to give, the forced sleep is skipped. */
@@ -184,7 +185,7 @@ int credit_snapshot(struct publisher *p, struct credit *cr)
 	for (uint64_t c = 0; c < p->ncpu && !ret; c++)
 		ret = p->state[c] == BARRIERD_CPU_IDLE;
 	if (ret)
-		ret = attached_after_rmws(p);
+		ret = attached_after_loads(p);
 	if (ret == -ENOLINK)
 		return ret;
 	if (ret) {
@@ -195,9 +196,9 @@ int credit_snapshot(struct publisher *p, struct credit *cr)
 				p->state[c] = BARRIERD_CPU_BUSY;
 	}
 	/*
-	 * DESIGN rule 7: the CPU this thread runs on executed the locked RMWs above after r (rule
-	 * 1 applied to our own event): its earlier stores were drained by them and its later
-	 * loads come after them.  If we migrated since the last RMW, the CPU we run on now
+	 * DESIGN rule 7: the CPU this thread runs on executed the MFENCE above after r (rule 1
+	 * applied to our own event): its earlier stores were drained by it and its later loads
+	 * come after it.  If we migrated since, the CPU we run on now
 	 * switched us in after it, through the scheduler's locked instructions: it passed r as
 	 * well.  Without this, a daemon that was already running when a client stamped would hold
 	 * its own CPU back until that CPU's next event.

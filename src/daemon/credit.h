@@ -14,13 +14,13 @@
 struct credit {
 	uint64_t r; /* CLOCK_MONOTONIC, read before everything below: the credited time */
 	uint64_t v; /* the file's vtime, loaded after r: the credited vtime */
-	int self;   /* the CPU this thread ran the idle RMWs on (rule 7), or -1 */
+	int self;   /* the CPU this thread ran the credit's MFENCE on (rule 7), or -1 */
 };
 
 /*
- * Take the snapshot: the rule-6 check, the clock, the file's vtime, the online mask, one
- * locked RMW of each online CPU's idle word (p->state[c]: IDLE or BUSY), the rule-6 check
- * after those RMWs, and the CPU we run on.  0; -ENOLINK: the programs were detached (no
+ * Take the snapshot: the rule-6 check, the clock, the file's vtime, MFENCE, the online mask,
+ * a load of each online CPU's idle word (p->state[c]: IDLE or BUSY), the rule-6 check after
+ * those loads, and the CPU we run on.  0; -ENOLINK: the programs were detached (no
  * credit, and the daemon stops).  Without a forced switch to prove the programs attached,
  * every IDLE read is withdrawn and the pass still succeeds.
  */

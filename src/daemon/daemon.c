@@ -3,6 +3,7 @@
 #include "bd_sync.h"
 #include "probes.h"
 #include "cpu_hop.h"
+#include "credit.h"
 #include "doorbell.h"
 #include "kernel_check.h"
 #include "kernel_files.h"
@@ -12,6 +13,7 @@
 #include "publisher.h"
 #include "rate_limit.h"
 #include "sandbox.h"
+#include "slot_server.h"
 #include "state_file.h"
 #include "timens_check.h"
 #include "tracepoints.h"
@@ -56,6 +58,7 @@ struct daemon {
 	struct publisher pub;
 	struct doorbell bell;
 	struct nudger nudger;	    /* started only with --nudge-after > 0 and SCHED_FIFO allowed */
+	struct slot_server slots;   /* the slot socket (rule 11); lfd -1 when not served */
 	struct nudge_queue nq;	    /* rings whose nudge deadline has not come */
 	bool *nudge_want;	    /* per CPU, publisher_nudge_targets' answer */
 	uint64_t nudge_due;	    /* when nfd fires (absolute), 0: not set */
@@ -362,6 +365,48 @@ static int add_fd(int epfd, int fd, uint64_t tag)
 
 static void publish_cpu_flags(struct daemon *d);
 
+/*
+ * DESIGN §3.13 and rule 11: every program is attached.  Idle-credit the CPUs offline now
+ * (their words are UNKNOWN: they never switched since the attach), freeze the slots and map
+ * them read-only, then offer them on the slot socket.  Only a failure to map the slots again
+ * is fatal; without the freeze or the socket, clients use the file alone.
+ */
+static int share_slots(struct daemon *d, char *err, size_t errlen)
+{
+	const struct barrierd_options *o = d->o;
+	char path[PATH_MAX];
+	int ret;
+
+	/* The mask is read after the attach, and after this fence (no load passes it). */
+	bd_mfence();
+	ret = online_mask_read(&d->pub);
+	ret = probes_freeze(&d->probes, ret ? NULL : d->pub.online);
+	if (!d->probes.slots) {
+		snprintf(err, errlen, "cannot map the frozen slot array: %s", strerror(-ret));
+		return ret;
+	}
+	d->pub.slots = d->probes.slots;
+	if (ret) {
+		log_warn("cannot freeze the slot array (%s): clients will not map it",
+			 strerror(-ret));
+		return 0;
+	}
+	if (o->slot_socket_mode < 0)
+		return 0;
+	if (snprintf(path, sizeof(path), "%s%s", o->state_path, BARRIERD_SLOTS_SOCKET_SUFFIX) >=
+	    (int)sizeof(path))
+		ret = -ENAMETOOLONG;
+	else
+		ret = slot_server_start(&d->slots, path, (mode_t)o->slot_socket_mode, &d->probes,
+					d->sf.ncpu, &d->sf.hdr->generation);
+	if (ret)
+		log_warn("no slot socket at %s (%s): clients will use the state file alone", path,
+			 strerror(-ret));
+	else
+		log_debug("serving the slots at %s (mode %04o)", path, o->slot_socket_mode);
+	return 0;
+}
+
 static int setup(struct daemon *d, char *err, size_t errlen)
 {
 	const struct barrierd_options *o = d->o;
@@ -443,6 +488,8 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot set up the publisher: %s", strerror(-ret));
 		return ret;
 	}
+	d->pub.bss_quiet_cpu = d->probes.quiet_cpu;
+	d->pub.bss_quiet_upto = d->probes.quiet_upto;
 	ret = probes_whoami(&d->probes, &tid);
 	if (!ret)
 		ret = probes_add_daemon_tid(&d->probes, tid, true);
@@ -457,6 +504,9 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	publisher_arm_detach_check(&d->pub);
 	ret = cpu_hop_all((uint64_t)ncpu);
 	log_debug("hopped across %d online CPUs", ret);
+	ret = share_slots(d, err, errlen);
+	if (ret)
+		return ret;
 
 	ret = doorbell_start(&d->bell, &h->doorbell, &d->probes, o->max_credit_rate);
 	if (ret) {
@@ -570,7 +620,8 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 		uint64_t f = bd_load(&h->flags);
 		uint64_t run = BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION |
 			       BARRIERD_FEAT_DOORBELL | BARRIERD_FEAT_HORIZON |
-			       BARRIERD_FEAT_CPU_FLAGS | (d->pub.armed ? BARRIERD_FLAG_ARMED : 0);
+			       BARRIERD_FEAT_CPU_FLAGS | (d->pub.armed ? BARRIERD_FLAG_ARMED : 0) |
+			       (d->slots.started ? BARRIERD_FEAT_DIRECT : 0);
 
 		if (!__atomic_compare_exchange_n(&h->flags, &f, run, false, __ATOMIC_RELEASE,
 						 __ATOMIC_RELAXED)) {
@@ -579,6 +630,7 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 		}
 		futex_wake_word(&h->flags);
 	}
+	slot_server_go(&d->slots); /* the generation is final: replies carry it */
 	return 0;
 }
 
@@ -1027,6 +1079,7 @@ int daemon_run(const struct barrierd_options *o)
 	d.notify.fd = -1;
 	d.bell.efd = -1;
 	d.sf.fd = d.sf.lock_fd = d.sf.inode_lock_fd = d.sf.dfd = d.sf.lock_dfd = -1;
+	d.slots.lfd = -1;
 	ret = setup(&d, err, sizeof(err));
 	if (ret) {
 		log_err("%s", err[0] ? err : strerror(-ret));
@@ -1053,6 +1106,7 @@ int daemon_run(const struct barrierd_options *o)
 	}
 #endif
 	doorbell_stop(&d.bell);
+	slot_server_stop(&d.slots);
 	nudger_stop(&d.nudger);
 	free(d.nudge_want);
 	/*

@@ -46,6 +46,12 @@ static const char usage[] =
     "      --max-nudge-rate N    at most N nudges per second per CPU sustained (bursts\n"
     "                            of up to 4), the bound on what rings can make the\n"
     "                            daemon interrupt (default 200)\n"
+    "      --slot-socket-mode MODE\n"
+    "                            the octal mode of the socket beside the state file\n"
+    "                            (PATH.sock) that hands clients the frozen slots, so\n"
+    "                            that they credit idle CPUs without a round trip;\n"
+    "                            'off' serves none (default 0666: anyone who can\n"
+    "                            read the state file)\n"
     "  -v, --verbose             log what is attached and every update\n"
     "  -h, --help                show this help and exit\n"
     "  -V, --version             show the version and exit\n"
@@ -174,7 +180,7 @@ static int add_tp(struct barrierd_options *o, const char *name, long id, char *e
 int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, char *err,
 		  size_t errlen)
 {
-	enum { OPT_IDLE = 256, OPT_HB, OPT_RATE, OPT_ARMED, OPT_NUDGE, OPT_NUDGE_RATE };
+	enum { OPT_IDLE = 256, OPT_HB, OPT_RATE, OPT_ARMED, OPT_NUDGE, OPT_NUDGE_RATE, OPT_SOCK };
 	static const struct option longopts[] = {
 	    {"state", required_argument, NULL, 's'},
 	    {"tracepoint", required_argument, NULL, 't'},
@@ -184,6 +190,7 @@ int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, 
 	    {"always-armed", no_argument, NULL, OPT_ARMED},
 	    {"nudge-after", required_argument, NULL, OPT_NUDGE},
 	    {"max-nudge-rate", required_argument, NULL, OPT_NUDGE_RATE},
+	    {"slot-socket-mode", required_argument, NULL, OPT_SOCK},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
@@ -199,6 +206,7 @@ int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, 
 	o->max_credit_rate = 1000;
 	o->nudge_after_ns = 10 * 1000000ULL;
 	o->max_nudge_rate = 200;
+	o->slot_socket_mode = 0666;
 	err[0] = 0;
 
 	optind = 0; /* full reset of getopt's state: tests parse several times */
@@ -263,6 +271,27 @@ int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, 
 				return -EINVAL;
 			o->max_nudge_rate = v;
 			break;
+		case OPT_SOCK: {
+			char *end;
+			long m;
+
+			if (!strcmp(optarg, "off")) {
+				o->slot_socket_mode = -1;
+				break;
+			}
+			errno = 0;
+			m = strtol(optarg, &end, 8);
+			if (errno || !*optarg || *end || *optarg == '-' || m < 0 || m > 0777) {
+				snprintf(
+				    err, errlen,
+				    "--slot-socket-mode takes an octal mode from 0 to 0777, or "
+				    "'off', not '%s'",
+				    shown(optarg, b, sizeof(b)));
+				return -EINVAL;
+			}
+			o->slot_socket_mode = (int)m;
+			break;
+		}
 		case 'v':
 			o->verbose = true;
 			break;

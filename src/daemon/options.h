@@ -26,6 +26,7 @@ struct barrierd_options {
 	bool always_armed;	  /* busy CPUs signal even with no waiter */
 	uint64_t nudge_after_ns;  /* nudge lagging CPUs this long after a ring; 0: never */
 	uint64_t max_nudge_rate;  /* nudges per second per CPU, at most */
+	int slot_socket_mode;	  /* the slot socket's mode (0666); -1: no slot socket */
 };
 
 enum { OPTIONS_RUN = 0, OPTIONS_EXIT_OK = 1 };

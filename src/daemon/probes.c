@@ -46,6 +46,7 @@ int probes_load(struct probes *b, uint64_t ncpu, char *err, size_t errlen)
 	}
 	b->slots_len =
 	    ((ncpu * sizeof(struct barrierd_slot)) + (size_t)page - 1) & ~((size_t)page - 1);
+	/* Writable only until probes_freeze(): the offline CPUs' idle words. */
 	b->slots = mmap(NULL, b->slots_len, PROT_READ | PROT_WRITE, MAP_SHARED,
 			bpf_map__fd(b->skel->maps.slots), 0);
 	if (b->slots == MAP_FAILED) {
@@ -57,6 +58,8 @@ int probes_load(struct probes *b, uint64_t ncpu, char *err, size_t errlen)
 	b->vtime = (volatile uint64_t *)&b->skel->bss->vtime;
 	b->watermark = (volatile uint64_t *)&b->skel->bss->watermark;
 	b->main_switches = (volatile uint64_t *)&b->skel->bss->main_switches;
+	b->quiet_cpu = (volatile uint64_t *)&b->skel->bss->quiet_cpu;
+	b->quiet_upto = (volatile uint64_t *)&b->skel->bss->quiet_upto;
 	return 0;
 fail:
 	probes_destroy(b);
@@ -170,6 +173,59 @@ int probes_attach(struct probes *b, const struct resolved_tp *tps, size_t n, cha
 	return 0;
 }
 
+int probes_freeze(struct probes *b, const uint8_t *online)
+{
+	int fd = bpf_map__fd(b->skel->maps.slots), ret = 0;
+	void *ro;
+
+	/*
+	 * DESIGN §3.13: a CPU offline now has never switched since the programs were attached
+	 * (its word is UNKNOWN).  Its first switch to a task, traced since its online bit is set
+	 * before it runs any, will exchange BUSY after this compare-and-swap in the word's order;
+	 * a CPU that came up and switched since the caller's mask read exchanged IDLE or BUSY
+	 * there already, and the swap fails.  So IDLE is rule 2's evidence for any later load.
+	 * The caller read the mask after an MFENCE that followed the attach.
+	 */
+	for (uint64_t c = 0; online && c < b->ncpu; c++) {
+		__u64 unknown = BARRIERD_SLOT_UNKNOWN;
+
+		if (!online[c])
+			__atomic_compare_exchange_n(&b->slots[c].idle, &unknown,
+						    (__u64)BARRIERD_SLOT_IDLE, false,
+						    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	}
+	/*
+	 * Freeze (no writable mapping may exist, or EBUSY): from now on only the programs write
+	 * the slots, and a descriptor of the map can be handed to anyone (docs/PROTOCOL.md §7).
+	 * The daemon keeps a read-only mapping: its idle credit is a load after MFENCE (rule 2).
+	 */
+	munmap(b->slots, b->slots_len);
+	b->slots = NULL;
+	if (bpf_map_freeze(fd))
+		ret = -errno;
+	b->frozen = ret == 0;
+	ro = mmap(NULL, b->slots_len, PROT_READ, MAP_SHARED, fd, 0);
+	if (ro == MAP_FAILED)
+		return -errno;
+	b->slots = ro;
+	return ret;
+}
+
+int probes_share_fds(const struct probes *b, int *fds, size_t max)
+{
+	/*
+	 * The map and the sched_switch link (links[0]) only: that link is what keeps the idle
+	 * words live (DESIGN §3.13); a stamp stays evidence in a slot nobody updates, so the
+	 * evidence links are not handed out, and a client keeps no more of the tracer than the
+	 * idle exchange.  Two descriptors per reply also bound what a reply holds in flight.
+	 */
+	if (!b->frozen || max < 2 || !b->n_links || !b->links[0])
+		return -ENOSPC;
+	fds[0] = bpf_map__fd(b->skel->maps.slots);
+	fds[1] = bpf_link__fd(b->links[0]);
+	return 2;
+}
+
 void probes_detach_switch(struct probes *b)
 {
 	/* links[0] is always sched_switch: attached first. */
@@ -191,6 +247,14 @@ int probes_rb_fd(struct probes *b)
 
 void probes_destroy(struct probes *b)
 {
+	/*
+	 * Clients may hold the sched_switch link past our exit (rule 11): leave it doing only
+	 * what they need, the idle exchange (no stamps, no signals to a ring nobody reads).
+	 */
+	if (b->skel && b->skel->bss) {
+		b->skel->bss->switch_stamps = 0;
+		b->skel->bss->watermark = 0;
+	}
 	for (size_t i = 0; i < b->n_links; i++)
 		if (b->links[i])
 			bpf_link__destroy(b->links[i]);

@@ -8,7 +8,8 @@
 #define BARRIERD_PROBES_H
 
 #include "tracepoints.h"
-#include "barrierd_slot.h"
+#include <barrierd_slot.h>
+#include "daemon_tids.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -19,17 +20,21 @@ struct bpf_link;
 
 struct probes {
 	struct barrierd_bpf *skel;
-	struct barrierd_slot *slots; /* mmap of the BPF_F_MMAPABLE array, one slot per CPU */
+	struct barrierd_slot *slots; /* mmap of the BPF_F_MMAPABLE array, one slot per CPU:
+					read-only after probes_freeze() */
 	size_t slots_len;
 	uint64_t ncpu;
 	/* .bss globals, through the skeleton's mmap */
 	volatile uint64_t *vtime;
 	volatile uint64_t *watermark;
 	volatile uint64_t *main_switches;
+	volatile uint64_t *quiet_cpu;
+	volatile uint64_t *quiet_upto;
 	struct ring_buffer *rb;
 	bool switch_stamps; /* sched_switch is evidence: every switch stamps, the daemon's too */
 	struct bpf_link *links[BARRIERD_MAX_TRACEPOINTS + 1];
 	size_t n_links;
+	bool frozen; /* the slots map is frozen: its descriptor may be handed to clients */
 };
 
 /* Open and load the programs sized for ncpu possible CPUs; map the slots.  0 or -errno. */
@@ -47,6 +52,21 @@ int probes_add_daemon_tid(struct probes *b, uint32_t tid, bool main);
  */
 int probes_attach(struct probes *b, const struct resolved_tp *tps, size_t n, char *err,
 		  size_t errlen);
+
+/*
+ * After every program is attached and `online` was read (after an MFENCE that followed the
+ * attach; NULL if it could not be): idle-credit the CPUs offline now (UNKNOWN to IDLE, DESIGN
+ * §3.13), freeze the slots map and map it read-only in place of the writable mapping.  0;
+ * the freeze's -errno (the slots are then read-only here but not handed out); or mmap's
+ * -errno, with no mapping left (fatal).
+ */
+int probes_freeze(struct probes *b, const uint8_t *online);
+
+/*
+ * The descriptors a client holds (DESIGN rule 11): the frozen slots map, then the
+ * sched_switch link.  How many (2), or -ENOSPC (not frozen, no such link, max below 2).
+ */
+int probes_share_fds(const struct probes *b, int *fds, size_t max);
 
 /* Detach the sched_switch program (test-only builds use it to exercise rule 6). */
 void probes_detach_switch(struct probes *b);

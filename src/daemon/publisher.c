@@ -20,7 +20,7 @@ static inline uint64_t umax(uint64_t a, uint64_t b)
 	return a > b ? a : b;
 }
 
-int publisher_init(struct publisher *p, struct state_file *sf, struct barrierd_slot *slots,
+int publisher_init(struct publisher *p, struct state_file *sf, const struct barrierd_slot *slots,
 		   volatile uint64_t *bss_vtime, volatile uint64_t *bss_watermark,
 		   volatile uint64_t *bss_main_switches, uint64_t ncpu, int online_fd)
 {
@@ -360,7 +360,7 @@ static void fold_cpu(struct publisher *p, uint64_t c, const struct credit *cr, i
 {
 	struct barrierd_header *h = p->sf->hdr;
 	struct barrierd_ext_cpu *xc = &p->sf->ext->cpu[c];
-	struct barrierd_slot *s = &p->slots[c];
+	const struct barrierd_slot *s = &p->slots[c];
 	uint8_t old_state = p->state[c];
 	uint64_t st = __atomic_load_n(&s->stamp, __ATOMIC_ACQUIRE);
 	uint64_t sv = __atomic_load_n(&s->vtime, __ATOMIC_ACQUIRE);
@@ -375,7 +375,7 @@ static void fold_cpu(struct publisher *p, uint64_t c, const struct credit *cr, i
 	}
 	nvt = umax(nvt, sv);
 	if (cr) {
-		/* DESIGN rules 2, 3 and 7: offline, idle (at the RMW), or the CPU we run on. */
+		/* DESIGN rules 2, 3 and 7: offline, idle (at the load), or the CPU we run on. */
 		uint8_t ck = 0;
 
 		if (!p->online[c])
@@ -539,18 +539,15 @@ int publisher_raise(struct publisher *p, uint64_t h)
 
 void publisher_quiet(struct publisher *p, int here)
 {
-	struct barrierd_slot *s;
-
-	if (here < 0 || (uint64_t)here >= p->ncpu)
+	if (here < 0 || (uint64_t)here >= p->ncpu || !p->bss_quiet_cpu)
 		return;
-	s = &p->slots[here];
 	/*
-	 * Relaxed accesses, racing with that CPU's programs (ours if we still run there, anyone's
-	 * if we moved): the signal decision is a heuristic for waking us, never evidence (DESIGN
-	 * 4.1), and either order leaves a valid value to decide on (at worst one signal more).
+	 * .bss, not the slot: the slots are frozen.  Relaxed stores, racing with the programs:
+	 * the signal decision is a heuristic for waking us, never evidence (DESIGN 4.1); a CPU
+	 * quieted earlier and replaced here may signal once more, nothing else.
 	 */
-	if (__atomic_load_n(&s->sig_stamp, __ATOMIC_RELAXED) <= p->horizon)
-		__atomic_store_n(&s->sig_stamp, p->horizon + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(p->bss_quiet_upto, p->horizon, __ATOMIC_RELAXED);
+	__atomic_store_n(p->bss_quiet_cpu, (uint64_t)here + 1, __ATOMIC_RELAXED);
 }
 
 bool publisher_owed(const struct publisher *p, int here, uint64_t now, uint64_t silent_ns)

@@ -9,17 +9,19 @@
 #define BARRIERD_PUBLISHER_H
 
 #include "state_file.h"
-#include "barrierd_slot.h"
+#include <barrierd_slot.h>
 
 #include <stdbool.h>
 #include <stdint.h>
 
 struct publisher {
 	struct state_file *sf;
-	struct barrierd_slot *slots;
+	const struct barrierd_slot *slots; /* read-only: the map is frozen (rule 11) */
 	volatile uint64_t *bss_vtime;
 	volatile uint64_t *bss_watermark;
 	volatile uint64_t *bss_main_switches; /* NULL: no detach check (simulations) */
+	volatile uint64_t *bss_quiet_cpu;     /* NULL: publisher_quiet does nothing */
+	volatile uint64_t *bss_quiet_upto;
 	uint64_t ncpu;
 	int online_fd; /* /sys/devices/system/cpu/online, opened before any sandbox */
 
@@ -61,7 +63,7 @@ struct publisher {
  * Adopt the file: keep every value already published this boot, resume vtime above all of
  * them (max + 1), store it in the file and then in .bss.  Call before attaching anything.
  */
-int publisher_init(struct publisher *p, struct state_file *sf, struct barrierd_slot *slots,
+int publisher_init(struct publisher *p, struct state_file *sf, const struct barrierd_slot *slots,
 		   volatile uint64_t *bss_vtime, volatile uint64_t *bss_watermark,
 		   volatile uint64_t *bss_main_switches, uint64_t ncpu, int online_fd);
 

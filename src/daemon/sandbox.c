@@ -101,6 +101,13 @@ int sandbox_install_filter(uint64_t *flags_word)
 	     */
 	    SCMP_SYS(newfstatat),
 	    SCMP_SYS(fstat),
+	    /*
+	     * The slot server (slot_server.c): accept a client, send it the descriptors it
+	     * already holds the rights to hand out, and, at the stop, shut the socket down.
+	     */
+	    SCMP_SYS(accept4),
+	    SCMP_SYS(sendmsg),
+	    SCMP_SYS(shutdown),
 	};
 #ifdef BARRIERD_SANITIZE
 	/*

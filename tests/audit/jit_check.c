@@ -20,7 +20,7 @@
 static const char *jit_daemon;
 #define BARRIERD_BIN jit_daemon
 #include "harness.h"
-#include "barrierd_slot.h"
+#include <barrierd_slot.h>
 
 #define MAX_PROGS 32
 

@@ -26,7 +26,7 @@
 
 #include "bd_sync.h"
 #include "test_env.h"
-#include "barrierd_slot.h"
+#include <barrierd_slot.h>
 #include "barrierd_test.skel.h"
 #include "barrierd.skel.h"
 

@@ -19,7 +19,7 @@
 #include <dirent.h>
 
 #include "harness.h"
-#include "barrierd_slot.h"
+#include <barrierd_slot.h>
 
 #define HOOK_LINE "test hook: sched_switch program detached by another thread"
 #define TRIES 10

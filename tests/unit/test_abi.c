@@ -6,7 +6,7 @@
 #include <cmocka.h>
 
 #include <barrierd.h>
-#include "barrierd_slot.h"
+#include <barrierd_slot.h>
 
 static void original_layout_kept(void **state)
 {

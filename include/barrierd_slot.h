@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * barrierd_slot.h - the per-CPU slot the BPF programs write: slot ABI version 1.
+ *
+ * The one definition of the slots' layout.  The BPF programs write it, the daemon reads it
+ * through a read-only mapping, and since ABI 1.3 (BARRIERD_FEAT_DIRECT) clients map it too,
+ * from a frozen BPF array the daemon hands out on its socket (docs/PROTOCOL.md §7): so this
+ * layout is ABI.  One 64-byte slot per possible CPU, at 64 * cpu, written only by programs
+ * running on that CPU.  Only linux/types.h: the BPF side includes it too.
+ */
+#ifndef BARRIERD_SLOT_H
+#define BARRIERD_SLOT_H
+
+#include <linux/types.h>
+
+#define BARRIERD_SLOT_ABI 1u
+
+/*
+ * slot.idle: an absolute state, never a counter (DESIGN rule 2), exchanged on every traced
+ * switch.  UNKNOWN until the CPU's first traced switch since the programs were attached, except
+ * for CPUs offline at the daemon's start, which the daemon moved from UNKNOWN to IDLE before
+ * freezing the map (DESIGN §3.13).  Only IDLE is evidence.
+ */
+#define BARRIERD_SLOT_UNKNOWN 0
+#define BARRIERD_SLOT_IDLE 1
+#define BARRIERD_SLOT_BUSY 2
+
+/* UNKNOWN must differ from BUSY: the daemon's start-up swap from UNKNOWN must fail on BUSY. */
+_Static_assert(BARRIERD_SLOT_BUSY != BARRIERD_SLOT_UNKNOWN, "slot abi");
+
+struct barrierd_slot {
+	__u64 stamp;	 /* bpf_ktime_get_ns() of the latest event, stored by xchg (rule 1) */
+	__u64 vtime;	 /* the .bss vtime that event loaded before its clock read (rule 4) */
+	__u64 idle;	 /* BARRIERD_SLOT_*, xchg'ed on every sched_switch */
+	__u64 switches;	 /* sched_switch hits on this CPU */
+	__u64 events;	 /* evidence hits on this CPU (all programs) */
+	__u64 signals;	 /* ring-buffer signals sent from this CPU */
+	__u64 sig_stamp; /* stamp of the latest event that was not a daemon thread's */
+	__u64 reserved;	 /* 0 */
+};
+
+_Static_assert(sizeof(struct barrierd_slot) == 64, "one cache line per CPU");
+_Static_assert(__builtin_offsetof(struct barrierd_slot, stamp) == 0, "slot abi");
+_Static_assert(__builtin_offsetof(struct barrierd_slot, vtime) == 8, "slot abi");
+_Static_assert(__builtin_offsetof(struct barrierd_slot, idle) == 16, "slot abi");
+_Static_assert(__builtin_offsetof(struct barrierd_slot, switches) == 24, "slot abi");
+_Static_assert(__builtin_offsetof(struct barrierd_slot, events) == 32, "slot abi");
+_Static_assert(__builtin_offsetof(struct barrierd_slot, signals) == 40, "slot abi");
+_Static_assert(__builtin_offsetof(struct barrierd_slot, sig_stamp) == 48, "slot abi");
+
+#endif

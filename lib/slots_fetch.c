@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Fetching the daemon's slots (docs/PROTOCOL.md §7, DESIGN rule 11): connect to the socket
+ * beside the state file, receive the frozen slots map and the sched_switch link, check what was
+ * received, map the slots read-only, and keep every descriptor until barrierd_close().
+ *
+ * What makes a received set trustworthy: the socket is found through the state file's trusted
+ * directory and is a trusted owner's; the peer is root (or the trusted uid); the map is a
+ * frozen BPF_F_MMAPABLE array of 64-byte slots, one per CPU of the file; and a link is a raw
+ * tracepoint link on sched_switch.  fdinfo cannot tie the map to that link's program: that
+ * rests on the peer (root, or the uid the caller trusts for its file).  A memfd or a writable map
+ * handed over by anyone else fails those checks.  Holding the links is what keeps the programs
+ * attached, and so the idle words live, for as long as the slots can be read (DESIGN §3.13).
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define FETCH_TIMEOUT_US 200000		  /* the daemon replies at once, unless flooded */
+#define FETCH_RETRY_NS (100 * 1000000ULL) /* between two attempts of one handle */
+
+/* The value of "key:\t..." in /proc/self/fdinfo/fd, or -1; lines are short. */
+static int fdinfo(int fd, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = open(path, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return -errno;
+	n = read(f, buf, len - 1);
+	close(f);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = 0;
+	return 0;
+}
+
+/* Does fdinfo text hold the line "key:\tvalue" exactly? */
+static bool has_line(const char *text, const char *key, const char *value)
+{
+	char want[128];
+	size_t n = (size_t)snprintf(want, sizeof(want), "%s:\t%s\n", key, value);
+
+	for (const char *p = text; (p = strstr(p, want)); p++)
+		if (p == text || p[-1] == '\n')
+			return n < sizeof(want);
+	return false;
+}
+
+static int check_map(int fd, uint64_t ncpu)
+{
+	char text[1024], n[32];
+
+	if (fdinfo(fd, text, sizeof(text)))
+		return -EPROTO;
+	snprintf(n, sizeof(n), "%llu", (unsigned long long)ncpu);
+	/* 2: BPF_MAP_TYPE_ARRAY; 0x400: BPF_F_MMAPABLE alone (no BPF_F_RDONLY_PROG tricks). */
+	if (!has_line(text, "map_type", "2") || !has_line(text, "value_size", "64") ||
+	    !has_line(text, "key_size", "4") || !has_line(text, "max_entries", n) ||
+	    !has_line(text, "map_flags", "0x400") || !has_line(text, "frozen", "1"))
+		return -EPROTO;
+	return 0;
+}
+
+/* A raw tracepoint link (tp_btf links are too); *sw set if it is on sched_switch. */
+static int check_link(int fd, bool *sw)
+{
+	char text[1024];
+
+	if (fdinfo(fd, text, sizeof(text)) || !has_line(text, "link_type", "raw_tracepoint"))
+		return -EPROTO;
+	if (has_line(text, "tp_name", "sched_switch"))
+		*sw = true;
+	return 0;
+}
+
+static void close_fds(const int *fds, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+/* Connect to path+suffix through the trusted directory; the socket fd or -errno. */
+static int connect_trusted(const struct barrierd *b)
+{
+	char name[PATH_MAX], via[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	const char *base;
+	struct timeval tv = {0, FETCH_TIMEOUT_US};
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	struct stat st;
+	int dfd, s, ret;
+
+	if (!b->path || snprintf(name, sizeof(name), "%s%s", b->path,
+				 BARRIERD_SLOTS_SOCKET_SUFFIX) >= (int)sizeof(name))
+		return -ENAMETOOLONG;
+	ret = bd_open_trusted_dir(name, b->trusted_uid, b->trusted_uid_set, &dfd, &base);
+	if (ret)
+		return ret;
+	/*
+	 * Through the directory we checked, not the name again; the socket must be a trusted
+	 * owner's (nobody else can create one in that directory, but say so).
+	 */
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) || !S_ISSOCK(st.st_mode) ||
+	    !bd_owner_trusted(st.st_uid, b->trusted_uid, b->trusted_uid_set) ||
+	    snprintf(via, sizeof(via), "/proc/self/fd/%d/%s", dfd, base) >= (int)sizeof(via)) {
+		close(dfd);
+		return -EPERM;
+	}
+	memcpy(sa.sun_path, via, sizeof(via));
+	/*
+	 * Non-blocking connect: a backlog kept full (by anyone) fails at once with EAGAIN
+	 * instead of blocking the open or the wait; the reply is then awaited for at most
+	 * FETCH_TIMEOUT_US.
+	 */
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s < 0) {
+		ret = -errno;
+		close(dfd);
+		return ret;
+	}
+	ret = connect(s, (struct sockaddr *)&sa, sizeof(sa)) ? -errno : 0;
+	close(dfd);
+	if (!ret &&
+	    (fcntl(s, F_SETFL, 0) || setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv))))
+		ret = -errno;
+	/* The peer is the daemon (root), or the uid the caller trusts for its file. */
+	if (!ret && (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &cl) ||
+		     !bd_owner_trusted(cred.uid, b->trusted_uid, b->trusted_uid_set)))
+		ret = -EPERM;
+	if (ret) {
+		close(s);
+		return ret;
+	}
+	return s;
+}
+
+/* Receive, check and map one set; 0 and *out, or -errno with nothing left open. */
+static int fetch(const struct barrierd *b, struct bd_direct **out)
+{
+	struct barrierd_slots_msg m;
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * (1 + BARRIERD_SLOTS_MAX_LINKS))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {&m, sizeof(m)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf)};
+	struct bd_direct *d;
+	struct cmsghdr *cm;
+	unsigned nfds = 0;
+	bool sw = false;
+	ssize_t n;
+	long page = sysconf(_SC_PAGESIZE);
+	void *map;
+	int s, ret;
+
+	s = connect_trusted(b);
+	if (s < 0)
+		return s;
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		close(s);
+		return -ENOMEM;
+	}
+	n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
+	ret = n < 0 ? -errno : 0;
+	close(s);
+	/* Every descriptor that arrived is ours to close, whatever else is wrong. */
+	for (cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (nfds < 1 + BARRIERD_SLOTS_MAX_LINKS)
+				d->fds[nfds++] = fd;
+			else
+				close(fd);
+		}
+	}
+	d->nfds = nfds;
+	if (!ret && (n != (ssize_t)sizeof(m) || (mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ||
+		     m.magic != BARRIERD_SLOTS_MAGIC || m.slot_abi != BARRIERD_SLOT_ABI ||
+		     m.slot_size != sizeof(struct barrierd_slot) || m.ncpu != b->ncpu ||
+		     m.nlinks < 1 || m.nlinks > BARRIERD_SLOTS_MAX_LINKS || nfds != 1 + m.nlinks))
+		ret = -EPROTO;
+	if (!ret)
+		ret = check_map(d->fds[0], b->ncpu);
+	for (unsigned i = 1; !ret && i < nfds; i++)
+		ret = check_link(d->fds[i], &sw);
+	if (!ret && !sw)
+		ret =
+		    -EPROTO; /* without the sched_switch link, nothing keeps the idle words live */
+	if (!ret) {
+		d->len = ((size_t)b->ncpu * sizeof(struct barrierd_slot) + (size_t)page - 1) &
+			 ~((size_t)page - 1);
+		map = mmap(NULL, d->len, PROT_READ, MAP_SHARED, d->fds[0], 0);
+		if (map == MAP_FAILED)
+			ret = -errno;
+		else
+			d->slots = map;
+	}
+	if (ret) {
+		close_fds(d->fds, d->nfds);
+		free(d);
+		return ret;
+	}
+	d->generation = m.generation;
+	d->fork_gen = __atomic_load_n(&bd_fork_gen, __ATOMIC_ACQUIRE);
+	*out = d;
+	return 0;
+}
+
+void bd_direct_refresh(struct barrierd *b)
+{
+	const struct barrierd_header *h = bd_hdr(b);
+	const struct bd_direct *cur;
+	struct bd_direct *d;
+	uint64_t now, flags;
+	int expected = 0;
+
+	if (b->no_direct || !h)
+		return;
+	flags = bd_load(&h->flags);
+	if (!(flags & BARRIERD_FEAT_DIRECT) || !(flags & BARRIERD_FLAG_RUNNING) ||
+	    (flags & BARRIERD_FLAG_STOPPED))
+		return;
+	cur = __atomic_load_n(&b->direct, __ATOMIC_ACQUIRE);
+	if (cur && cur->generation == bd_load(&h->generation) &&
+	    cur->fork_gen == __atomic_load_n(&bd_fork_gen, __ATOMIC_ACQUIRE))
+		return;
+	now = bd_clock_raw();
+	if (now < __atomic_load_n(&b->direct_next_ns, __ATOMIC_RELAXED))
+		return;
+	if (!__atomic_compare_exchange_n(&b->direct_busy, &expected, 1, false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&b->direct_next_ns, now + FETCH_RETRY_NS, __ATOMIC_RELAXED);
+	if (b->direct_nsets < BD_DIRECT_MAX_SETS && fetch(b, &d) == 0) {
+		b->direct_sets[b->direct_nsets++] = d;
+		/* Release: a reader that loads the pointer sees the mapping and generation. */
+		__atomic_store_n(&b->direct, d, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&b->direct_busy, 0, __ATOMIC_RELEASE);
+}
+
+void bd_direct_free(struct barrierd *b)
+{
+	/*
+	 * The mapping first, the links last: no load of these slots happens after the links
+	 * that keep them live are gone (barrierd_close() is not concurrent with any call).
+	 */
+	for (unsigned i = 0; i < b->direct_nsets; i++) {
+		struct bd_direct *d = b->direct_sets[i];
+
+		munmap((void *)d->slots, d->len);
+		close_fds(d->fds, d->nfds);
+		free(d);
+	}
+	b->direct_nsets = 0;
+	b->direct = NULL;
+}
