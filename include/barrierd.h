@@ -66,7 +66,7 @@ extern "C" {
 #define BARRIERD_CPUF_NUDGE (1ULL << 2)	    /* a nudge thread of the daemon serves it */
 /*
  * ABI 1.3: the daemon hands out the frozen slots map and its program links on a unix socket at
- * the state path plus BARRIERD_SLOTS_SOCKET_SUFFIX (docs/PROTOCOL.md §7): clients may credit
+ * the state path plus BARRIERD_SLOTS_SOCKET_SUFFIX (docs/PROTOCOL.md §6.12): clients may credit
  * CPUs from the slots themselves (docs/DESIGN.md rule 11).
  */
 #define BARRIERD_FEAT_DIRECT (1ULL << 20)
@@ -278,7 +278,10 @@ _Static_assert(offsetof(struct barrierd_slots_msg, nlinks) == 32, "abi");
  *
  * Errors are negative errno values.  Every function is thread-safe on one handle, except
  * barrierd_close().  The library needs no privilege, makes no bpf() call and only reads the
- * file; it is x86-64 only.
+ * file and, since ABI 1.3, the slots the daemon hands out on its socket (barrierd_direct());
+ * it is x86-64 only.  A handle holds descriptors (the slots map and a BPF link, close-on-exec)
+ * until barrierd_close(): closing them behind its back voids the direct path's argument
+ * (docs/CLIENT.md); a forked child fetches its own.
  */
 struct barrierd;
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Fetching the daemon's slots (docs/PROTOCOL.md §7, DESIGN rule 11): connect to the socket
+ * Fetching the daemon's slots (docs/PROTOCOL.md §6.12, DESIGN rule 11): connect to the socket
  * beside the state file, receive the frozen slots map and the sched_switch link, check what was
  * received, map the slots read-only, and keep every descriptor until barrierd_close().
  *

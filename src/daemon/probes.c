@@ -196,7 +196,7 @@ int probes_freeze(struct probes *b, const uint8_t *online)
 	}
 	/*
 	 * Freeze (no writable mapping may exist, or EBUSY): from now on only the programs write
-	 * the slots, and a descriptor of the map can be handed to anyone (docs/PROTOCOL.md §7).
+	 * the slots, and a descriptor of the map can be handed to anyone (docs/PROTOCOL.md §6.12).
 	 * The daemon keeps a read-only mapping: its idle credit is a load after MFENCE (rule 2).
 	 */
 	munmap(b->slots, b->slots_len);

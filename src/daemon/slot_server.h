@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The slot server: a thread that hands clients the frozen slots map and the sched_switch link
- * over a unix socket beside the state file (docs/PROTOCOL.md §7, DESIGN rule 11).  One reply
+ * over a unix socket beside the state file (docs/PROTOCOL.md §6.12, DESIGN rule 11).  One reply
  * per connection, then the connection is closed; replies at a bounded rate.
  */
 #ifndef BARRIERD_SLOT_SERVER_H
