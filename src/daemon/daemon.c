@@ -105,6 +105,8 @@ static void *hook_main(void *arg)
 	if (__atomic_load_n(&d->hook_go, __ATOMIC_ACQUIRE) != 1)
 		return NULL;  /* shutting down */
 	nanosleep(&ts, NULL); /* let the main thread go back to sleep */
+	/* The server hands out the link's descriptor number: no more of that once it is gone. */
+	slot_server_stop(&d->slots);
 	probes_detach_switch(&d->probes);
 	log_warn("test hook: sched_switch program detached by another thread");
 	return NULL;
@@ -856,6 +858,7 @@ static bool on_signal(struct daemon *d)
 #ifdef BARRIERD_TEST_HOOKS
 	/* Test-only binary: detach sched_switch as a bug or bpftool could. */
 	if (si.ssi_signo == SIGUSR2) {
+		slot_server_stop(&d->slots);
 		probes_detach_switch(&d->probes);
 		log_warn("test hook: sched_switch program detached");
 		return false;

@@ -197,15 +197,14 @@ void slot_server_go(struct slot_server *s)
 
 void slot_server_stop(struct slot_server *s)
 {
-	if (s->started) {
+	/* Once: the test hooks stop it before they destroy the link, and the exit again. */
+	if (__atomic_exchange_n(&s->started, false, __ATOMIC_ACQ_REL)) {
 		__atomic_store_n(&s->go, 2, __ATOMIC_RELEASE);
 		syscall(SYS_futex, &s->go, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 		/* accept() on a socket shut down returns EINVAL: the thread leaves. */
 		shutdown(s->lfd, SHUT_RDWR);
 		pthread_join(s->thread, NULL);
-		s->started = false;
-	}
-	if (s->lfd >= 0)
 		close(s->lfd);
-	s->lfd = -1;
+		s->lfd = -1;
+	}
 }

@@ -217,7 +217,7 @@ static int run_op(struct fixture *f, int cpu, uint64_t op, uint32_t tid, uint32_
 
 /* A slot as plain uint64_t values (the kernel's __u64 is another type to printf). */
 struct slot_view {
-	uint64_t stamp, vtime, idle, switches, events, signals, sig_stamp, pad;
+	uint64_t stamp, vtime, idle, switches, events, signals, sig_stamp, reserved;
 };
 
 /* Each field one aligned 64-bit load, as the daemon reads the shared slot. */
@@ -231,7 +231,7 @@ static struct slot_view view_of(const struct barrierd_slot *s)
 	    .events = __atomic_load_n(&s->events, __ATOMIC_ACQUIRE),
 	    .signals = __atomic_load_n(&s->signals, __ATOMIC_ACQUIRE),
 	    .sig_stamp = __atomic_load_n(&s->sig_stamp, __ATOMIC_ACQUIRE),
-	    .pad = __atomic_load_n(&s->pad, __ATOMIC_ACQUIRE),
+	    .reserved = __atomic_load_n(&s->reserved, __ATOMIC_ACQUIRE),
 	};
 
 	return v;
@@ -468,7 +468,11 @@ static void expect_idle(const struct fixture *f, int cpu, uint64_t want, uint64_
 	struct slot_view s = slot_of(f, cpu);
 
 	expect_that(s.idle == want, "CPU %d, %s: idle word %" PRIu64 ", expected %s (%" PRIu64 ")",
-		    cpu, when, s.idle, want == BARRIERD_SLOT_IDLE ? "IDLE" : "BUSY", want);
+		    cpu, when, s.idle,
+		    want == BARRIERD_SLOT_IDLE	 ? "IDLE"
+		    : want == BARRIERD_SLOT_BUSY ? "BUSY"
+						 : "UNKNOWN",
+		    want);
 	expect_that(s.switches == switches,
 		    "CPU %d, %s: slot.switches %" PRIu64 ", expected %" PRIu64, cpu, when,
 		    s.switches, switches);
@@ -501,7 +505,7 @@ static void test_idle_word(void **state)
 		if (!g_online[cpu])
 			continue;
 		snapshot(f, before);
-		expect_idle(f, cpu, BARRIERD_SLOT_BUSY, 0, "fresh slot");
+		expect_idle(f, cpu, BARRIERD_SLOT_UNKNOWN, 0, "fresh slot");
 		for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
 			sched_switch(f, cpu, steps[i].prev, steps[i].next);
 			expect_idle(f, cpu, steps[i].idle, i + 1, steps[i].when);

@@ -72,4 +72,21 @@ int test_spinners(pid_t *pids, int max);
 pid_t test_spin_on(int cpu, int niceness);
 void test_kill_all(pid_t *pids, int n);
 
+/*
+ * barrierd_open_opts() with BARRIERD_OPEN_NO_DIRECT added to opts (NULL: defaults): for tests
+ * of what the daemon publishes, which a handle crediting from the slots itself would bypass
+ * (DESIGN rule 11), and of the file's liveness rules, which the slots do not follow.
+ */
+static inline int test_open_file_only(struct barrierd **b, const char *path,
+				      const struct barrierd_open_opts *opts)
+{
+	struct barrierd_open_opts o = {.sz = sizeof(o)};
+
+	if (opts)
+		o = *opts;
+	o.sz = sizeof(o);
+	o.flags |= BARRIERD_OPEN_NO_DIRECT;
+	return barrierd_open_opts(b, path, &o);
+}
+
 #endif

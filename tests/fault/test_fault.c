@@ -61,7 +61,7 @@ static void kill9_under_100_waiters(void **state)
 	uint64_t t_dead, before_kill;
 
 	(void)state;
-	assert_int_equal(barrierd_open(&b, H.state), 0);
+	assert_int_equal(test_open_file_only(&b, H.state, NULL), 0);
 	assert_int_equal(barrierd_barrier(b, 5 * (int64_t)TEST_SEC), 0);
 	assert_int_equal(looper_start(&l, b, 100, CALL_TIMEOUT_NS), 0);
 	test_sleep_ms(1000);
@@ -85,7 +85,7 @@ static void kill9_under_100_waiters(void **state)
 	looper_free(&l);
 
 	/* The fallback does the work: every call, of every thread, succeeds. */
-	assert_int_equal(barrierd_open_opts(&bf, H.state, &fb), 0);
+	assert_int_equal(test_open_file_only(&bf, H.state, &fb), 0);
 	assert_int_equal(looper_start(&l, bf, 100, CALL_TIMEOUT_NS), 0);
 	test_sleep_ms(1000);
 	assert_int_equal(looper_stop(&l, GUARD_S), 0);
@@ -116,7 +116,7 @@ static void restart_under_client(void **state)
 	int ws;
 
 	(void)state;
-	assert_int_equal(barrierd_open(&b, H.state), 0);
+	assert_int_equal(test_open_file_only(&b, H.state, NULL), 0);
 	assert_int_equal(barrierd_barrier(b, 5 * (int64_t)TEST_SEC), 0);
 	m = barrierd_mapping(b, NULL);
 	assert_non_null(m);
@@ -164,7 +164,7 @@ static void sigstop_under_clients(void **state)
 	uint64_t t_stop, t_cont;
 
 	(void)state;
-	assert_int_equal(barrierd_open(&b, H.state), 0);
+	assert_int_equal(test_open_file_only(&b, H.state, NULL), 0);
 	assert_int_equal(looper_start(&l, b, 32, CALL_TIMEOUT_NS), 0);
 	test_sleep_ms(500);
 	assert_int_equal(f_sigstop(H.pid), 0);

@@ -45,7 +45,7 @@ static void stale_daemon_no_spin(void **state)
 	int passed_after;
 
 	(void)state;
-	assert_int_equal(barrierd_open(&b, H.state), 0);
+	assert_int_equal(test_open_file_only(&b, H.state, NULL), 0);
 	assert_int_equal(looper_start(&l, b, THREADS, CALL_TIMEOUT_NS), 0);
 	test_sleep_ms(1000);
 	assert_int_equal(f_sigstop(H.pid), 0);

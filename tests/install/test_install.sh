@@ -27,9 +27,9 @@ export PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig"
 cc -Wall -Wextra -Werror ${BARRIERD_TEST_CFLAGS:-} "$src/tests/install/hello.c" \
 	$(pkg-config --cflags --libs barrierd) \
 	-o "$tmp/hello"
-# Only the public symbols are exported, under the version node.
+# Only the public symbols are exported, under the version nodes (LIBBARRIERD_1, _1.1, ...).
 if nm -D --defined-only "$tmp/prefix/lib/libbarrierd.so.1" | awk '{print $3}' |
-	grep -v '^LIBBARRIERD_1$' | grep -v '^barrierd_'; then
+	grep -Ev '^LIBBARRIERD_1(\.[0-9]+)?$' | grep -v '^barrierd_'; then
 	echo "FAIL: symbols outside barrierd_* exported"; exit 1
 fi
 readelf -d "$tmp/prefix/lib/libbarrierd.so.1" | grep -q 'SONAME.*libbarrierd.so.1'

@@ -34,7 +34,7 @@ static void two_hundred_barriers(void **state)
 	}
 	/* and through the library, 200 more */
 	struct barrierd *b;
-	assert_int_equal(barrierd_open(&b, H.state), 0);
+	assert_int_equal(test_open_file_only(&b, H.state, NULL), 0);
 	for (int i = 0; i < 200; i++) {
 		uint64_t t = barrierd_stamp_ns(b);
 
@@ -66,7 +66,7 @@ static void idle_cpu_credited(int pin)
 	m = map_ro(H.state, &sz);
 	assert_non_null(m);
 	x = (const void *)((const char *)m + m->ext_offset);
-	assert_int_equal(barrierd_open(&b, H.state), 0);
+	assert_int_equal(test_open_file_only(&b, H.state, NULL), 0);
 	for (long c = 0; c < ncpu && c < 64; c++)
 		before[c] = bd_load(&x->cpu[c].credit_idle);
 	for (int i = 0; i < 100; i++)
@@ -174,7 +174,7 @@ static void horizon_case(int pin, int rounds)
 	assert_non_null(m);
 	assert_true(bd_load(&m->flags) & BARRIERD_FEAT_HORIZON);
 	x = (const void *)((const char *)m + bd_load(&m->ext_offset));
-	assert_int_equal(barrierd_open(&b, H.state), 0);
+	assert_int_equal(test_open_file_only(&b, H.state, NULL), 0);
 	p0 = bd_load(&x->passes);
 	r0 = bd_load(&x->doorbell_rings);
 	for (int i = 0; i < rounds; i++) {
@@ -290,7 +290,7 @@ static void start_on_cpu0(const char *const *extra, const struct barrierd_header
 	assert_int_equal(h_start(&H, 0, extra), 0);
 	*m = map_ro(H.state, sz);
 	assert_non_null(*m);
-	assert_int_equal(barrierd_open(b, H.state), 0);
+	assert_int_equal(test_open_file_only(b, H.state, NULL), 0);
 }
 
 /* The daemon's nudge count (ext.nudges, ABI 1.2). */

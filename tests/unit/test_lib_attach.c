@@ -90,7 +90,7 @@ static void appear(struct fx *f)
 static void without_flag_enoent(void **state)
 {
 	struct fx *f = *state;
-	struct barrierd_open_opts o = {.sz = sizeof(o), .flags = 0x2};
+	struct barrierd_open_opts o = {.sz = sizeof(o), .flags = 0x80};
 	struct barrierd *b = NULL;
 
 	assert_int_equal(fake_open_lib(&b, f->late, NULL), -ENOENT);
