@@ -9,10 +9,12 @@
  * Phases: a file left by another boot (no daemon, then a daemon that must reset it), an idle
  * machine, every CPU loaded, one CPU busy and one idle, a daemon restart with stamps taken
  * before it, a client in a time namespace, and a client of the original layout only (no
- * library, no doorbell) with a nice-10 spinner on one CPU; on request (it changes the machine),
- * CPUs taken offline and back under running and blocked barriers.  ns and vtime
- * barriers alternate everywhere; a vtime barrier's lower bound is a clock reading the writer
- * took before its fence and vtime load.
+ * library, no doorbell) with a nice-10 spinner on one CPU, a daemon that nudges, and a client
+ * that its own sched_getcpu() (migrate.c) moves between CPUs from inside the library; on
+ * request (it changes the machine), CPUs taken offline and back under running and blocked
+ * barriers.  ns and vtime barriers alternate everywhere; a vtime barrier's lower bound is a
+ * clock reading the writer took before its fence and vtime load.  Every client-side credit the
+ * library reports (DESIGN rule 11) is checked against the recorder's logs too.
  *
  * Exit status: 0 every barrier audited and sound; 1 a barrier without evidence (or a stamp
  * earlier than the client's own clock); 2 the run could not be audited (records lost, the
@@ -39,6 +41,7 @@
 #include <unistd.h>
 
 #include "audit_record.h"
+#include "migrate.h"
 #include "recorder.h"
 
 /* harness.h starts BARRIERD_BIN; the audit picks the daemon (real or mutant) at run time. */
@@ -46,13 +49,15 @@ static const char *audit_daemon = AUDIT_DEFAULT_DAEMON;
 #define BARRIERD_BIN audit_daemon
 #include "harness.h"
 
-enum kind { K_NS, K_VTIME, K_RAW, K_TIMENS, K_TIMENS_VTIME, K_RAW_VTIME };
+/* K_BARRIER: barrierd_barrier(), whose stamp only the credit observer reports. */
+enum kind { K_NS, K_VTIME, K_RAW, K_TIMENS, K_TIMENS_VTIME, K_RAW_VTIME, K_BARRIER };
 static const char *const kind_name[] = {"ns",
 					"vtime",
 					"original-layout ns",
 					"time-namespace ns",
 					"time-namespace vtime",
-					"original-layout vtime"};
+					"original-layout vtime",
+					"barrierd_barrier() ns"};
 
 /*
  * Run in this order.  legacy, the last of the default phases, is left out of the mutant tests'
@@ -67,11 +72,30 @@ enum phase {
 	P_TIMENS,
 	P_LEGACY,
 	P_NUDGE,
+	P_MIGRATE,
 	P_HOTPLUG,
 	P_COUNT
 };
-static const char *const phase_name[] = {"stale",  "idle",   "loaded", "mixed",	 "restart",
-					 "timens", "legacy", "nudge",  "hotplug"};
+static const char *const phase_name[] = {"stale",  "idle",   "loaded", "mixed",	  "restart",
+					 "timens", "legacy", "nudge",  "migrate", "hotplug"};
+
+/*
+ * A client-side credit the library reported through its observer (DESIGN rule 11), merged per
+ * barrier, CPU and kind.  The observer reports every credit of every check a wait makes, and
+ * each is a claim of its own; they are all checked, through the extremes of their values: for
+ * every kind the claim "value > T" holds for all of them if it holds for the smallest, and the
+ * claim "idle, or the client on the CPU, at an instant in [value, t_done]" if it holds for
+ * the largest.
+ */
+enum { DC_STAMP, DC_IDLE, DC_SELF, DC_KINDS, DC_UNKNOWN = DC_KINDS };
+static const char *const dc_name[DC_KINDS + 1] = {"stamp", "idle", "self", "unknown-kind"};
+
+struct dcredit {
+	uint32_t cpu;
+	uint8_t kind; /* DC_* */
+	uint32_t reports;
+	uint64_t vmin, vmax; /* the values reported: slot stamps, or the library's clock r */
+};
 
 struct barrier {
 	uint8_t kind, phase;
@@ -84,6 +108,11 @@ struct barrier {
 	 */
 	uint16_t credits[4][3];
 	uint16_t nudges; /* nudges the daemon sent during the barrier (ext.nudges, ABI 1.2) */
+	/* the client-side credits reported during the barrier: A.cred[cred_at, cred_at + ncred) */
+	uint32_t cred_at, ncred;
+	uint64_t cred_stamp; /* the stamp the observer reported them for (0: none reported) */
+	bool cred_mixed;     /* ... and it reported more than one stamp */
+	uint32_t tid;	     /* the client thread, as the recorder's switches name it */
 };
 
 /* The daemon's credit counters for CPUs 0..3, from the extension of a mapping of the file. */
@@ -146,6 +175,22 @@ static struct {
 	unsigned long audited[P_COUNT], audited_vtime[P_COUNT], errors[P_COUNT], refused_opens;
 	unsigned long own_cpu_only[P_COUNT]; /* CPU-barriers backed only by the daemon's own CPU */
 	unsigned long nudged[P_COUNT];	     /* audited barriers during which the daemon nudged */
+	unsigned long client_cpu_only[P_COUNT]; /* CPU-barriers backed only by the client on it */
+	/* stamp credits whose event the recorder logged only on either side of the window */
+	unsigned long stamp_pinned[P_COUNT];
+	uint8_t
+	    stamp_ok[AUDIT_MAX_CPUS]; /* the barrier being audited: CPUs whose stamp credit held */
+	/* client-side credits: barriers passed with any, and checked credits per kind */
+	unsigned long direct_passed[P_COUNT], direct_checked[P_COUNT][DC_KINDS];
+	unsigned long direct_reports;
+	struct dcredit *cred; /* every barrier's, in push order */
+	size_t ncred, capcred;
+	struct dcredit *cur; /* the barrier in progress (the observer's, client thread only) */
+	size_t ncur, capcur;
+	uint64_t cur_stamp;
+	bool cur_mixed, cred_oom;
+	int handle_direct; /* barrierd_direct() of the client handle at open: -1 not opened */
+	bool lib_phase;	   /* a phase ran barriers through the library */
 	unsigned long violations, audited_total;
 	unsigned long first_violation_at;
 	const char *first_violation_phase;
@@ -200,6 +245,108 @@ static void push(const struct barrier *b)
 		A.cap = c;
 	}
 	A.v[A.n++] = *b;
+}
+
+/* ---- client-side credits (DESIGN rule 11) ------------------------------------------------ */
+
+static int grow_credits(struct dcredit **v, size_t *cap, size_t need)
+{
+	size_t c = *cap ? *cap : 1024;
+	struct dcredit *p;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need)
+		c *= 2;
+	p = realloc(*v, c * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	*v = p;
+	*cap = c;
+	return 0;
+}
+
+/*
+ * The library's credit observer.  It runs in the client thread, inside barrierd_wait() or
+ * barrierd_barrier(), once per CPU credited per check: a wait that checks ten times reports a
+ * CPU up to ten times, merged here per CPU and kind (struct dcredit).
+ */
+static void on_credit(void *arg, uint64_t stamp_ns, unsigned cpu, int kind, uint64_t value)
+{
+	int k = kind == BARRIERD_CREDIT_STAMP  ? DC_STAMP
+		: kind == BARRIERD_CREDIT_IDLE ? DC_IDLE
+		: kind == BARRIERD_CREDIT_SELF ? DC_SELF
+					       : DC_UNKNOWN;
+	struct dcredit *d = NULL;
+
+	(void)arg;
+	A.direct_reports++;
+	if (!A.cur_stamp)
+		A.cur_stamp = stamp_ns;
+	else if (A.cur_stamp != stamp_ns)
+		A.cur_mixed = true;
+	for (size_t i = 0; i < A.ncur; i++)
+		if (A.cur[i].cpu == cpu && A.cur[i].kind == k)
+			d = &A.cur[i];
+	if (!d) {
+		if (grow_credits(&A.cur, &A.capcur, A.ncur + 1)) {
+			A.cred_oom = true;
+			return;
+		}
+		d = &A.cur[A.ncur++];
+		*d = (struct dcredit){.cpu = cpu, .kind = (uint8_t)k, .vmin = value, .vmax = value};
+	}
+	d->reports++;
+	d->vmin = value < d->vmin ? value : d->vmin;
+	d->vmax = value > d->vmax ? value : d->vmax;
+}
+
+/* Before a barrier's first library call: nothing reported yet. */
+static void credits_begin(void)
+{
+	A.ncur = 0;
+	A.cur_stamp = 0;
+	A.cur_mixed = false;
+}
+
+/* Append n credits to the run's list; the index of the first, or -1 (out of memory). */
+static long credits_append(const struct dcredit *v, size_t n)
+{
+	size_t at = A.ncred;
+
+	if (grow_credits(&A.cred, &A.capcred, A.ncred + n)) {
+		A.cred_oom = true;
+		return -1;
+	}
+	memcpy(A.cred + at, v, n * sizeof(*v));
+	A.ncred += n;
+	return (long)at;
+}
+
+/* After the barrier's last library call (and its t_done): its credits, in the client thread. */
+static void credits_end(struct barrier *r)
+{
+	long at = credits_append(A.cur, A.ncur);
+
+	r->cred_at = at < 0 ? 0 : (uint32_t)at;
+	r->ncred = at < 0 ? 0 : (uint32_t)A.ncur;
+	r->cred_stamp = A.cur_stamp;
+	r->cred_mixed = A.cur_mixed;
+	/*
+	 * The tid the recorder's switches show: gettid(), as its flush already assumes (it waits
+	 * for this process's own switches by that number, so a run that flushes proves it).
+	 */
+	r->tid = (uint32_t)gettid();
+}
+
+/* barrierd_open() with the credit observer set: every handle of the audit reports them. */
+static int client_open(struct barrierd **b)
+{
+	int ret = barrierd_open(b, A.h.state);
+
+	if (!ret)
+		barrierd_set_credit_observer(*b, on_credit, NULL);
+	return ret;
 }
 
 /* ---- processes: the daemon, spinners ---------------------------------------------------- */
@@ -350,17 +497,112 @@ static void violation(const struct barrier *b, size_t idx, const char *fmt, ...)
 	A.violations++;
 	if (A.violations > 20)
 		return; /* the first ones say it all */
-	fprintf(stderr, "VIOLATION: barrier %zu (%s phase, %s, client on cpu %d): ", idx,
-		phase_name[b->phase], kind_name[b->kind], b->cpu);
+	fprintf(stderr,
+		"VIOLATION: barrier %zu (%s phase, %s, client tid %u on cpu %d at the end): ", idx,
+		phase_name[b->phase], kind_name[b->kind], b->tid, b->cpu);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
 }
 
+/*
+ * Every client-side credit reported during barrier b, each checked against what the recorder
+ * saw (DESIGN rule 11; README section 2), in the window (lo, hi] of the barrier:
+ *   stamp s: s > lo (and s <= hi), and a kernel event logged on that CPU in (lo, hi], or
+ *            one whose two readings bracket s (recorder_stamp_event: the window can be
+ *            shorter than the gap between the two probes of one event);
+ *   idle r: r > lo, and the CPU idle or offline at an instant in [r, hi], not merely
+ *           somewhere in the window: the library's load that read IDLE came after r;
+ *   self r: r > lo, and the client thread on that CPU at an instant in [r, hi]: the library
+ *           read the CPU number after r (stronger than "in (lo, hi]", and as sound).
+ * Any credit that fails is a violation: the library credited a CPU without the evidence it
+ * claims.  Checked whether or not the wait completed (every credit is a claim of its own).
+ */
+static void audit_credits(const struct barrier *b, size_t idx, uint64_t lo, uint64_t hi,
+			  bool ns_stamp)
+{
+	memset(A.stamp_ok, 0, (size_t)A.ncpu);
+	if (!b->ncred)
+		return;
+	if (!ns_stamp) {
+		violation(b, idx,
+			  "the library reported %u client-side credits for a vtime barrier (only "
+			  "ns stamps are credited from the slots)",
+			  b->ncred);
+		return;
+	}
+	if (b->cred_mixed || b->cred_stamp != b->stamp)
+		violation(b, idx,
+			  "the library reported credits for stamp %llu%s, not for the barrier's "
+			  "stamp %llu",
+			  (unsigned long long)b->cred_stamp, b->cred_mixed ? " and others" : "",
+			  (unsigned long long)b->stamp);
+	for (uint32_t i = 0; i < b->ncred; i++) {
+		const struct dcredit *d = &A.cred[b->cred_at + i];
+		char why[320] = "", where[160] = "";
+		const char *fail = NULL;
+		int c = (int)d->cpu;
+
+		if (d->kind == DC_UNKNOWN || c >= A.ncpu) {
+			fail = "an unknown kind or CPU";
+		} else if (d->vmin <= lo) {
+			fail = "its value is not above the barrier's lower bound";
+			recorder_evidence(&A.rec, c, lo, hi, false, why, sizeof(why));
+		} else if (d->vmax > hi) {
+			fail = "its value is later than the client's t_done";
+			recorder_evidence(&A.rec, c, lo, hi, false, why, sizeof(why));
+		} else if (d->kind == DC_STAMP) {
+			bool pinned;
+
+			if (!recorder_stamp_event(&A.rec, c, lo, hi, d->vmin, d->vmax, &pinned, why,
+						  sizeof(why)))
+				fail = "no event was logged on the CPU in (lo, t_done], nor one "
+				       "whose two readings bracket the stamp";
+			else
+				A.stamp_ok[c] = 1;
+			A.stamp_pinned[b->phase] += pinned;
+		} else if (d->kind == DC_IDLE) {
+			if (!recorder_idle_at(&A.rec, c, d->vmax, hi, why, sizeof(why)))
+				fail = "the CPU was neither idle nor offline at any instant in "
+				       "[r, t_done]";
+		} else if (!recorder_thread_on(&A.rec, c, b->tid, d->vmax, hi, why, sizeof(why)) &&
+			   recorder_thread_cpu(&A.rec, b->tid, d->vmax) != c &&
+			   recorder_thread_cpu(&A.rec, b->tid, hi) != c) {
+			/*
+			 * (r and t_done: instants at which the client ran, having read the clock
+			 * then; the first covers the library's reading of the self credit's r.)
+			 */
+			fail = "the client thread was not on the CPU at any instant in [r, t_done]";
+			/* Where the recorder has the thread instead. */
+			for (int o = 0; o < A.ncpu; o++) {
+				size_t len = strlen(where);
+
+				if (o != c && len + 16 < sizeof(where) &&
+				    recorder_thread_on(&A.rec, o, b->tid, d->vmax, hi, NULL, 0))
+					snprintf(where + len, sizeof(where) - len, "%s%d",
+						 len ? "," : "; the recorder has it on cpu ", o);
+			}
+		}
+		if (!fail) {
+			A.direct_checked[b->phase][d->kind]++;
+			continue;
+		}
+		violation(b, idx,
+			  "client-side %s credit to cpu %d (tid %u; %u reports, values %llu..%llu, "
+			  "%+.3f..%+.3f us from lo): %s; window (%llu, %llu] (%.3f us); %s%s",
+			  dc_name[d->kind], c, b->tid, d->reports, (unsigned long long)d->vmin,
+			  (unsigned long long)d->vmax, ((double)d->vmin - (double)lo) / 1e3,
+			  ((double)d->vmax - (double)lo) / 1e3, fail, (unsigned long long)lo,
+			  (unsigned long long)hi, (double)(hi - lo) / 1e3, why, where);
+	}
+}
+
 static void audit_one(const struct barrier *b, size_t idx)
 {
-	bool ns_stamp = b->kind == K_NS || b->kind == K_TIMENS || b->kind == K_RAW;
+	/* barrierd_barrier()'s stamp is known only if the observer reported it (b->stamp). */
+	bool ns_stamp = b->kind == K_NS || b->kind == K_TIMENS || b->kind == K_RAW ||
+			(b->kind == K_BARRIER && b->stamp);
 	uint64_t lo, hi = b->t_done;
 
 	/*
@@ -375,6 +617,9 @@ static void audit_one(const struct barrier *b, size_t idx)
 			  (unsigned long long)b->stamp, (double)(b->t_before - b->stamp) / 1e3,
 			  (unsigned long long)b->t_before);
 	}
+	/* vtime, or a barrierd_barrier() with no stamp reported: the clock before the call. */
+	lo = ns_stamp && b->stamp > b->t_before ? b->stamp : b->t_before;
+	audit_credits(b, idx, lo, hi, ns_stamp || b->kind == K_BARRIER);
 	if (b->rc != 0) {
 		/* Another boot's file with no daemon: refusing to complete is the right answer. */
 		if (b->phase != P_STALE || b->kind == K_RAW) {
@@ -385,12 +630,30 @@ static void audit_one(const struct barrier *b, size_t idx)
 		}
 		return;
 	}
-	/* vtime: the writer's clock reading before its fence and vtime load. */
-	lo = ns_stamp && b->stamp > b->t_before ? b->stamp : b->t_before;
 	for (int c = 0; c < A.ncpu; c++) {
 		char why[256];
 
 		if (recorder_evidence(&A.rec, c, lo, hi, false, NULL, 0))
+			continue;
+		/*
+		 * The client thread itself on that CPU at an instant in (lo, hi]: DESIGN rule 11's
+		 * own-CPU evidence (rule 7's migration clause, from the reader's side).  Code that
+		 * ran there before that instant was switched out before the client was switched
+		 * in, code that runs there after it follows a switch away from the client: both
+		 * through the scheduler's locked instructions.  A client that credits its own CPU
+		 * can pass in microseconds with no event there at all.  Counted.
+		 */
+		if (b->tid && (recorder_thread_on(&A.rec, c, b->tid, lo + 1, hi, NULL, 0) ||
+			       recorder_thread_cpu(&A.rec, b->tid, hi) == c)) {
+			A.client_cpu_only[b->phase]++;
+			continue;
+		}
+		/*
+		 * An event the recorder logged on either side of the window, whose reading by the
+		 * daemon (the slot stamp the client was credited with, checked above to be in the
+		 * window and bracketed by the event's two readings) is inside it.
+		 */
+		if (A.stamp_ok[c])
 			continue;
 		/*
 		 * Only the daemon's own locked instructions on that CPU (its own-CPU credit,
@@ -417,6 +680,7 @@ static void audit_one(const struct barrier *b, size_t idx)
 	A.audited[b->phase]++;
 	A.audited_vtime[b->phase] += !ns_stamp;
 	A.nudged[b->phase] += b->nudges != 0;
+	A.direct_passed[b->phase] += b->ncred != 0;
 	A.audited_total++;
 }
 
@@ -455,6 +719,7 @@ static int do_barrier(struct barrierd *b, enum phase ph, enum kind k)
 	uint64_t c0[4][3], c1[4][3], n0 = nudges_now(b);
 
 	credit_snapshot(b, c0);
+	credits_begin();
 	if (k == K_VTIME) {
 		r.t_before = bd_mono_ns();
 		r.stamp = barrierd_stamp_vtime(b);
@@ -465,6 +730,7 @@ static int do_barrier(struct barrierd *b, enum phase ph, enum kind k)
 		r.rc = barrierd_wait(b, r.stamp, A.timeout_ns);
 	}
 	r.t_done = bd_mono_ns();
+	credits_end(&r);
 	r.cpu = sched_getcpu();
 	credit_snapshot(b, c1);
 	credit_delta(&r, c0, c1);
@@ -519,11 +785,23 @@ static int open_client(void)
 {
 	int ret;
 
+	A.lib_phase = true;
 	if (A.b)
 		return 0;
-	ret = barrierd_open(&A.b, A.h.state);
+	ret = client_open(&A.b);
 	if (ret) {
 		fatal("barrierd_open(%s): %s", A.h.state, strerror(-ret));
+		return -1;
+	}
+	/*
+	 * The daemon serves its slots on PATH.sock by default: a handle without them would leave
+	 * the client-side credits (and their checks) untested.
+	 */
+	A.handle_direct = barrierd_direct(A.b);
+	diag("client handle: barrierd_direct() %s", A.handle_direct ? "true" : "false");
+	if (!A.handle_direct) {
+		fatal("the client handle has no direct evidence (no slots from %s.sock)",
+		      A.h.state);
 		return -1;
 	}
 	return 0;
@@ -619,7 +897,7 @@ static int phase_stale(void)
 	}
 	for (int i = 0; i < 5; i++) {
 		struct barrierd *b;
-		int ret = barrierd_open(&b, A.h.state);
+		int ret = client_open(&b);
 
 		if (ret) {
 			A.refused_opens++;
@@ -760,11 +1038,15 @@ static int phase_restart(void)
 	/* Beside the client, as in the mixed phase: the busy CPU shows only its own ticks. */
 	if (A.nonline >= 2)
 		daemon_pin(A.online[0]);
+	credits_begin();
 	pre_vt.rc = barrierd_wait_vtime(A.b, pre_vt.stamp, A.timeout_ns);
 	pre_vt.t_done = bd_mono_ns();
+	credits_end(&pre_vt);
 	pre_vt.cpu = sched_getcpu();
+	credits_begin();
 	pre_ns.rc = barrierd_wait(A.b, pre_ns.stamp, A.timeout_ns);
 	pre_ns.t_done = bd_mono_ns();
+	credits_end(&pre_ns);
 	pre_ns.cpu = sched_getcpu();
 	push(&pre_vt);
 	push(&pre_ns);
@@ -810,13 +1092,14 @@ static void timens_child(int wfd, long n)
 	/* The offset applies to children of the unsharing process. */
 	inner = fork();
 	if (inner == 0) {
-		if (barrierd_open(&b, A.h.state))
+		if (client_open(&b))
 			_exit(12);
 		test_sleep_ms(40);
 		for (long i = 0; i < n; i++) {
 			struct barrier r = {.phase = P_TIMENS};
 
 			r.kind = i % 4 == 3 ? K_TIMENS_VTIME : K_TIMENS;
+			credits_begin();
 			r.t_before = bd_mono_ns() - (uint64_t)TIMENS_OFF_NS;
 			if (r.kind == K_TIMENS_VTIME) {
 				r.stamp = barrierd_stamp_vtime(b);
@@ -826,8 +1109,13 @@ static void timens_child(int wfd, long n)
 				r.rc = barrierd_wait(b, r.stamp, A.timeout_ns);
 			}
 			r.t_done = bd_mono_ns() - (uint64_t)TIMENS_OFF_NS;
+			credits_end(&r);
 			r.cpu = sched_getcpu();
-			if (write(wfd, &r, sizeof(r)) != sizeof(r))
+			/* The record, then its credits: the parent files them under its own list.
+			 */
+			if (A.cred_oom || write(wfd, &r, sizeof(r)) != sizeof(r) ||
+			    write(wfd, A.cred + r.cred_at, r.ncred * sizeof(*A.cred)) !=
+				(ssize_t)(r.ncred * sizeof(*A.cred)))
 				_exit(13);
 		}
 		barrierd_close(b);
@@ -858,8 +1146,26 @@ static int phase_timens(void)
 		timens_child(p[1], n);
 	}
 	close(p[1]);
-	/* The child's records carry host times already. */
+	/* The child's records carry host times already; each is followed by its credits. */
+	A.lib_phase = true;
 	while (read(p[0], &r, sizeof(r)) == sizeof(r)) {
+		struct dcredit dc[64];
+		uint32_t left = r.ncred;
+		long at = (long)A.ncred;
+
+		while (left) {
+			uint32_t k = left < 64 ? left : 64;
+
+			if (read(p[0], dc, k * sizeof(*dc)) != (ssize_t)(k * sizeof(*dc)) ||
+			    credits_append(dc, k) < 0) {
+				fatal("the time-namespace client's credits were cut short");
+				break;
+			}
+			left -= k;
+		}
+		if (left)
+			break;
+		r.cred_at = (uint32_t)at;
 		push(&r);
 		got++;
 	}
@@ -1033,6 +1339,107 @@ static int phase_nudge(void)
 		return -1;
 	}
 	return ret;
+}
+
+/* ---- migrations under the client's own-CPU credit ------------------------------------------ */
+
+/* One barrierd_barrier(), its stamp known only from the credits the observer reports. */
+static int migrate_barrier(void)
+{
+	struct barrier r = {.kind = K_BARRIER, .phase = P_MIGRATE};
+	uint64_t c0[4][3], c1[4][3], n0 = nudges_now(A.b);
+
+	credit_snapshot(A.b, c0);
+	credits_begin();
+	r.t_before = bd_mono_ns();
+	migrate_arm(true);
+	r.rc = barrierd_barrier(A.b, A.timeout_ns);
+	migrate_arm(false);
+	r.t_done = bd_mono_ns();
+	credits_end(&r);
+	r.stamp = r.cred_stamp; /* 0 if nothing was credited from the slots */
+	r.cpu = sched_getcpu();
+	credit_snapshot(A.b, c1);
+	credit_delta(&r, c0, c1);
+	r.nudges = (uint16_t)(nudges_now(A.b) - n0);
+	push(&r);
+	return r.rc;
+}
+
+/*
+ * The client moved between CPUs during its barriers, so that own-CPU credit (DESIGN rule 11)
+ * is checked across migrations: this executable's sched_getcpu() (migrate.c), which libbarrierd
+ * calls to learn its CPU, moves the thread to the next online CPU on half of the calls, after
+ * it read the CPU it returns.  A nice-19 spinner on every CPU keeps idle credit from covering
+ * them.  A library that reads the CPU after its clock reading r > T credits a CPU the thread
+ * was on after T, and the audit's check of a self credit (the thread on that CPU at an instant
+ * in [r, t_done], from the recorder's switches) passes; one that reads it before the stamp
+ * credits a CPU the thread may have left before T, and the CPU it left shows the thread
+ * nowhere in the window.  barrierd_barrier() is the call: it takes its own stamp, the one such
+ * a library would read the CPU before.
+ */
+static int phase_migrate(void)
+{
+	unsigned seed = (unsigned)bd_mono_ns() ^ (unsigned)getpid();
+	unsigned long calls, moves, nself = 0, nbarrier_self = 0;
+	long n = count(500);
+	size_t first = A.n;
+	uint64_t t0;
+	int ret = 0;
+
+	if (A.nonline < 2) {
+		if (A.expect_violation)
+			test_skip_or_fail("the migrate phase needs two online CPUs");
+		diag("phase migrate skipped: one CPU online");
+		return 0;
+	}
+	if (open_client())
+		return -1;
+	if (migrate_interposed()) {
+		fatal("the dynamic linker does not hand out this executable's sched_getcpu(): "
+		      "libbarrierd's calls would not come to the interposer (not exported?)");
+		return -1;
+	}
+	migrate_setup(A.online, A.nonline, seed);
+	test_pin(A.online[0]);
+	for (int i = 0; i < A.nonline && i < 64; i++)
+		spin_on(A.online[i]);
+	test_sleep_ms(20);
+	t0 = bd_mono_ns();
+	for (long i = 0; i < n && !ret; i++) {
+		migrate_barrier();
+		if ((i + 1) % 100 == 0)
+			ret = audit_pending();
+	}
+	if (!ret)
+		ret = audit_pending();
+	spin_stop();
+	pin_all();
+	if (ret)
+		return ret;
+	migrate_counts(&calls, &moves);
+	for (size_t i = first; i < A.n; i++) {
+		unsigned long k = 0;
+
+		for (uint32_t j = 0; j < A.v[i].ncred; j++)
+			k += A.cred[A.v[i].cred_at + j].kind == DC_SELF;
+		nself += k;
+		nbarrier_self += k != 0;
+	}
+	diag("phase migrate %5ld barriers in %6.2f s (seed %u); libbarrierd called sched_getcpu() "
+	     "%lu times, %lu of them moved the client; %lu self credits in %lu barriers",
+	     n, (double)(bd_mono_ns() - t0) / 1e9, seed, calls, moves, nself, nbarrier_self);
+	/* The interposer must really be in the library's path, and have moved something. */
+	if (!calls) {
+		fatal("libbarrierd never called this executable's sched_getcpu() in a barrier: "
+		      "the phase tested nothing");
+		return -1;
+	}
+	if (!moves || !nself) {
+		fatal("no migration under a self credit: the phase tested nothing");
+		return -1;
+	}
+	return 0;
 }
 
 /* ---- CPU hotplug (on request: --phases hotplug) --------------------------------------------- */
@@ -1262,7 +1669,8 @@ static void usage(void)
 		"[--timeout-ms N] [--min-audited N] [--expect-violation] [--stop-at-first]\n"
 		"       [--brief-evidence-only] [--hotplug-cycles N] [--hotplug-cpus LIST]\n"
 		"       [--bracket-lenient]\n"
-		"phases: stale,idle,loaded,mixed,restart,timens,legacy,nudge (default: these), "
+		"phases: stale,idle,loaded,mixed,restart,timens,legacy,nudge,migrate (default: "
+		"these), "
 		"hotplug\n"
 		"(takes CPUs offline and back: only on request)\n");
 	exit(2);
@@ -1302,9 +1710,9 @@ int main(int argc, char **argv)
 	    {"bracket-lenient", no_argument, NULL, 'L'},
 	    {0},
 	};
-	int (*const run[P_COUNT])(void) = {phase_stale,	 phase_idle,	phase_loaded,
-					   phase_mixed,	 phase_restart, phase_timens,
-					   phase_legacy, phase_nudge,	phase_hotplug};
+	int (*const run[P_COUNT])(void) = {phase_stale,	  phase_idle,	phase_loaded, phase_mixed,
+					   phase_restart, phase_timens, phase_legacy, phase_nudge,
+					   phase_migrate, phase_hotplug};
 	uint8_t online[AUDIT_MAX_CPUS];
 	uint64_t t0 = bd_mono_ns();
 	bool bracket_lenient = false;
@@ -1317,6 +1725,7 @@ int main(int argc, char **argv)
 		A.phase_on[k] = k != P_HOTPLUG;
 	A.hotplug_cycles = 50;
 	A.oldest_open = UINT64_MAX;
+	A.handle_direct = -1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
@@ -1391,8 +1800,11 @@ int main(int argc, char **argv)
 			break; /* stop at the first violation (--stop-at-first) */
 	}
 
-	if (A.b)
+	if (A.b) {
+		diag("client handle at the end: barrierd_direct() %s",
+		     barrierd_direct(A.b) ? "true" : "false");
 		barrierd_close(A.b);
+	}
 	spin_stop();
 	h_stop(&A.h);
 	recorder_destroy(&A.rec);
@@ -1401,9 +1813,37 @@ int main(int argc, char **argv)
 	for (int k = 0; k < P_COUNT; k++)
 		if (A.phase_on[k])
 			diag("  %-8s %6lu audited (%lu ns, %lu vtime), %lu did not complete, %lu "
-			     "CPU-barriers backed only by the daemon's own CPU, %lu nudged",
+			     "CPU-barriers backed only by the daemon's own CPU, %lu only by the "
+			     "client's, %lu nudged",
 			     phase_name[k], A.audited[k], A.audited[k] - A.audited_vtime[k],
-			     A.audited_vtime[k], A.errors[k], A.own_cpu_only[k], A.nudged[k]);
+			     A.audited_vtime[k], A.errors[k], A.own_cpu_only[k],
+			     A.client_cpu_only[k], A.nudged[k]);
+	diag("client-side credits (DESIGN rule 11), each checked against the recorder's logs "
+	     "(handle: barrierd_direct() %s at open):",
+	     A.handle_direct < 0 ? "not opened"
+	     : A.handle_direct	 ? "true"
+				 : "false");
+	for (int k = 0; k < P_COUNT; k++)
+		if (A.phase_on[k])
+			diag("  %-8s %6lu barriers passed with client-side credits; credits "
+			     "checked: %lu stamp (%lu pinned by their stamp), %lu idle, %lu self",
+			     phase_name[k], A.direct_passed[k], A.direct_checked[k][DC_STAMP],
+			     A.stamp_pinned[k], A.direct_checked[k][DC_IDLE],
+			     A.direct_checked[k][DC_SELF]);
+	{
+		unsigned long tp = 0, tk[DC_KINDS] = {0}, pin = 0;
+
+		for (int k = 0; k < P_COUNT; k++) {
+			tp += A.direct_passed[k];
+			pin += A.stamp_pinned[k];
+			for (int j = 0; j < DC_KINDS; j++)
+				tk[j] += A.direct_checked[k][j];
+		}
+		diag("  total    %6lu barriers passed with client-side credits; credits checked: "
+		     "%lu stamp (%lu pinned by their stamp), %lu idle, %lu self (observer "
+		     "reports: %lu)",
+		     tp, tk[DC_STAMP], pin, tk[DC_IDLE], tk[DC_SELF], A.direct_reports);
+	}
 	diag("  total    %6lu audited, %lu violations, %.1f s", A.audited_total, A.violations,
 	     (double)(bd_mono_ns() - t0) / 1e9);
 	diag("  recorder: %llu records, %llu switches away from a task never traced, %llu "
@@ -1419,6 +1859,9 @@ int main(int argc, char **argv)
 			diag("mutant caught by the audit");
 	} else if (A.fatal) {
 		ret = 2;
+	} else if (A.cred_oom) {
+		diag("AUDIT ERROR: out of memory for the client-side credits");
+		ret = 2;
 	} else if (A.expect_violation) {
 		diag("MUTANT SURVIVED: %lu barriers audited, none without evidence",
 		     A.audited_total);
@@ -1430,6 +1873,11 @@ int main(int argc, char **argv)
 			errs += A.errors[k];
 		if (errs) {
 			diag("AUDIT ERROR: %lu barriers did not complete", errs);
+			ret = 2;
+		} else if (A.lib_phase && !A.direct_reports) {
+			/* The direct path must be exercised, not merely allowed. */
+			diag("AUDIT ERROR: no client-side credit in the whole run: the library's "
+			     "direct evidence went untested");
 			ret = 2;
 		} else if ((long)A.audited_total < A.min_audited) {
 			diag("AUDIT ERROR: only %lu barriers audited, %ld required",

@@ -32,3 +32,19 @@ audit_reuse(audit_after_stop-mutant-trust_stale_heartbeat ${integration_dir}/tes
 audit_mutant_test(trust_stale_heartbeat ROOT COMMAND ${expect} killed_daemon_then_writer
                   $<TARGET_FILE:audit_after_stop-mutant-trust_stale_heartbeat>
                   killed_daemon_then_writer)
+
+# ---- direct evidence, own CPU (issue 17; kept apart from the blocks above for merging) --------
+#
+# Rule 11: barrierd_barrier() reads its CPU before the stamp and credits it as its own.  The
+# thread may have left that CPU before T.  Caught by the audit's migrate phase against the
+# mutant library: the audit's sched_getcpu() (migrate.c, which the mutant library's call binds
+# to as the real one's does) moves the client away at that read on half of the calls, and the
+# self credit's check finds the client nowhere on the CPU it left after r.  The phase alone: it
+# takes a fraction of a second, and the first moved barrier is caught.
+audit_lib_mutant(direct_self_before_stamp)
+audit_driver(barrierd-audit-mutant-direct_self_before_stamp
+             barrierd_lib-mutant-direct_self_before_stamp)
+add_dependencies(audit_mutants barrierd-audit-mutant-direct_self_before_stamp)
+audit_mutant_test(direct_self_before_stamp ROOT COMMAND
+                  barrierd-audit-mutant-direct_self_before_stamp --expect-violation
+                  --stop-at-first --timeout-ms 500 --phases migrate)

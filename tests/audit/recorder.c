@@ -799,3 +799,283 @@ bool recorder_evidence(struct recorder *r, int cpu, uint64_t lo, uint64_t hi, bo
 	}
 	return false;
 }
+
+/*
+ * An event on cpu whose two readings bracket t: the last event an instance in front of the
+ * daemon logged at or before t is one that an instance behind it logged only after t (its
+ * last event at or before t is earlier: it has not seen that one yet).  The daemon's own
+ * reading of that event lies between the two.  As bracketed() matches events, at a point.
+ */
+bool recorder_bracket_point(struct recorder *r, int cpu, uint64_t t)
+{
+	if (!r->daemon_after_ns)
+		return false;
+	for (int i = 0; i < r->n_inst; i++) {
+		struct rec_instance *x = r->inst[i];
+		uint64_t tx;
+
+		if (x->attach_ns >= r->daemon_after_ns || x->attach_ns >= t || x->cover_end <= t)
+			continue;
+		tx = last_event_at_or_before(&x->cpu[cpu], t);
+		if (!tx)
+			continue;
+		for (int j = 0; j < r->n_inst; j++) {
+			struct rec_instance *y = r->inst[j];
+			struct rec_log *l = &y->cpu[cpu];
+			size_t k;
+
+			if (y->attach_ns < r->daemon_after_ns || y->attach_ns >= tx ||
+			    y->cover_end <= t)
+				continue;
+			if (last_event_at_or_before(l, t) >= tx)
+				continue;
+			k = upper_bound(l->ev, sizeof(*l->ev), l->n_ev, t);
+			while (k < l->n_ev && l->ev[k].kind == AUDIT_EV_LOCKED_KERNEL)
+				k++;
+			if (k < l->n_ev)
+				return true;
+		}
+	}
+	return false;
+}
+
+/* The nearest kernel events (not daemon preads) on cpu before lo and after hi, for `why`. */
+static void describe_events(struct recorder *r, int cpu, uint64_t lo, uint64_t hi, char *why,
+			    size_t whylen)
+{
+	static const char *const kinds[] = {"?", "softirq", "timer", "switch", "daemon pread"};
+	uint64_t before = 0, after = UINT64_MAX;
+	unsigned bkind = 0, akind = 0;
+	char b[64] = "none logged", a[64] = "none logged";
+
+	for (int i = 0; i < r->n_inst; i++) {
+		struct rec_log *l = &r->inst[i]->cpu[cpu];
+		size_t k;
+
+		sort_log(l);
+		k = upper_bound(l->ev, sizeof(*l->ev), l->n_ev, lo);
+		for (size_t m = k; m-- > 0;)
+			if (l->ev[m].kind != AUDIT_EV_LOCKED_KERNEL) {
+				if (l->ev[m].time > before) {
+					before = l->ev[m].time;
+					bkind = l->ev[m].kind;
+				}
+				break;
+			}
+		k = upper_bound(l->ev, sizeof(*l->ev), l->n_ev, hi);
+		for (; k < l->n_ev; k++)
+			if (l->ev[k].kind != AUDIT_EV_LOCKED_KERNEL) {
+				if (l->ev[k].time < after) {
+					after = l->ev[k].time;
+					akind = l->ev[k].kind;
+				}
+				break;
+			}
+	}
+	if (before)
+		snprintf(b, sizeof(b), "(%s) %.3f us before lo", kinds[bkind < 5 ? bkind : 0],
+			 (double)(lo - before) / 1e3);
+	if (after != UINT64_MAX)
+		snprintf(a, sizeof(a), "(%s) %.3f us after hi", kinds[akind < 5 ? akind : 0],
+			 (double)(after - hi) / 1e3);
+	snprintf(why, whylen, "last event %s, next event %s", b, a);
+}
+
+bool recorder_stamp_event(struct recorder *r, int cpu, uint64_t lo, uint64_t hi, uint64_t s_min,
+			  uint64_t s_max, bool *pinned, char *why, size_t whylen)
+{
+	*pinned = false;
+	for (int i = 0; i < r->n_inst; i++) {
+		struct rec_log *l = &r->inst[i]->cpu[cpu];
+		size_t k;
+
+		sort_log(l);
+		k = upper_bound(l->ev, sizeof(*l->ev), l->n_ev, lo);
+		for (; k < l->n_ev && l->ev[k].time <= hi; k++)
+			if (l->ev[k].kind != AUDIT_EV_LOCKED_KERNEL)
+				return true;
+	}
+	if (recorder_bracket_point(r, cpu, s_min) &&
+	    (s_max == s_min || recorder_bracket_point(r, cpu, s_max))) {
+		*pinned = true;
+		return true;
+	}
+	if (r->bracket_lenient && bracketed(r, cpu, lo, hi)) {
+		r->bracketed++;
+		return true;
+	}
+	if (why)
+		describe_events(r, cpu, lo, hi, why, whylen);
+	return false;
+}
+
+/*
+ * What instance `in` shows on cpu around `from`: the last switch at or before it and the next
+ * one, for a violation's message.
+ */
+static void describe_switches(const struct rec_instance *in, int cpu, uint64_t from, char *why,
+			      size_t whylen)
+{
+	const struct rec_log *l = &in->cpu[cpu];
+	size_t j = upper_bound(l->sw, sizeof(*l->sw), l->n_sw, from);
+	char b[96] = "no switch logged before it", a[96] = "no switch logged after it";
+
+	if (j > 0)
+		snprintf(b, sizeof(b), "the last switch %.3f us before it (pid %u -> %u)",
+			 (double)(from - l->sw[j - 1].time) / 1e3, l->sw[j - 1].prev_pid,
+			 l->sw[j - 1].next_pid);
+	if (j < l->n_sw)
+		snprintf(a, sizeof(a), "the next %.3f us after it (pid %u -> %u)",
+			 (double)(l->sw[j].time - from) / 1e3, l->sw[j].prev_pid,
+			 l->sw[j].next_pid);
+	snprintf(why, whylen, "recorder %d: %s, %s", in->id, b, a);
+}
+
+/* The newest instance attached at or before t (the one most likely to describe it). */
+static const struct rec_instance *instance_at(const struct recorder *r, uint64_t t)
+{
+	const struct rec_instance *best = NULL;
+
+	for (int i = 0; i < r->n_inst; i++)
+		if (r->inst[i]->attach_ns <= t &&
+		    (!best || r->inst[i]->attach_ns > best->attach_ns))
+			best = r->inst[i];
+	return best ? best : r->n_inst ? r->inst[0] : NULL;
+}
+
+bool recorder_idle_at(struct recorder *r, int cpu, uint64_t from, uint64_t hi, char *why,
+		      size_t whylen)
+{
+	const struct rec_instance *d;
+
+	if (from > hi)
+		goto no;
+	/* Offline: as in recorder_evidence, but the instant must be at or after `from`. */
+	for (size_t k = 0; k < r->n_offline; k++) {
+		const struct rec_offline *o = &r->offline[k];
+
+		if (o->cpu != cpu)
+			continue;
+		if (o->instant ? from <= o->from && o->to <= hi
+			       : (from > o->from ? from : o->from) < (hi < o->to ? hi : o->to))
+			return true;
+	}
+	for (int i = 0; i < r->n_inst; i++) {
+		struct rec_instance *in = r->inst[i];
+		struct rec_log *l = &in->cpu[cpu];
+		size_t j = upper_bound(l->sw, sizeof(*l->sw), l->n_sw, from);
+
+		/* Idle at `from` itself: the switch before it went to the idle task. */
+		if (j > 0) {
+			uint64_t end = j < l->n_sw ? l->sw[j].time : in->cover_end;
+
+			if (l->sw[j - 1].next_pid == 0 && end > from)
+				return true;
+		} else if (l->offline_at_attach) {
+			/* Offline from the attach to its first switch. */
+			uint64_t start = l->offline_ns > from ? l->offline_ns : from;
+			uint64_t end = l->n_sw ? l->sw[0].time : in->cover_end;
+
+			if (start <= hi && end > start)
+				return true;
+		}
+		/* Or an idle interval that begins in (from, hi]. */
+		for (; j < l->n_sw && l->sw[j].time <= hi; j++)
+			if (l->sw[j].next_pid == 0)
+				return true;
+	}
+no:
+	if (why) {
+		d = instance_at(r, from);
+		if (d)
+			describe_switches(d, cpu, from, why, whylen);
+		else
+			snprintf(why, whylen, "no recorder");
+	}
+	return false;
+}
+
+int recorder_thread_cpu(struct recorder *r, uint32_t tid, uint64_t t)
+{
+	for (int i = r->n_inst; i-- > 0;) {
+		const struct rec_instance *in = r->inst[i];
+		const struct rec_switch *first = NULL, *last = NULL;
+		int fcpu = -1, lcpu = -1;
+
+		if (in->attach_ns >= t || in->cover_end <= t)
+			continue;
+		for (int c = 0; c < r->ncpu; c++) {
+			const struct rec_log *l = &in->cpu[c];
+			size_t j = upper_bound(l->sw, sizeof(*l->sw), l->n_sw, t);
+
+			for (size_t k = j; k < l->n_sw; k++)
+				if (l->sw[k].prev_pid == tid || l->sw[k].next_pid == tid) {
+					if (!first || l->sw[k].time < first->time) {
+						first = &l->sw[k];
+						fcpu = c;
+					}
+					break;
+				}
+			for (size_t k = j; k-- > 0;)
+				if (l->sw[k].prev_pid == tid || l->sw[k].next_pid == tid) {
+					if (!last || l->sw[k].time > last->time) {
+						last = &l->sw[k];
+						lcpu = c;
+					}
+					break;
+				}
+		}
+		/*
+		 * Its first switch after t takes it off a CPU: it was there at t, since it ran at
+		 * t and could not have left another CPU without a (traced) switch away from it.
+		 */
+		if (first && first->prev_pid == tid)
+			return fcpu;
+		/* None after t: still where its last switch before t put it. */
+		if (!first && last && last->next_pid == tid)
+			return lcpu;
+	}
+	return -1;
+}
+
+bool recorder_thread_on(struct recorder *r, int cpu, uint32_t tid, uint64_t from, uint64_t hi,
+			char *why, size_t whylen)
+{
+	const struct rec_instance *d;
+
+	if (from > hi || !tid)
+		goto no;
+	for (int i = 0; i < r->n_inst; i++) {
+		struct rec_instance *in = r->inst[i];
+		struct rec_log *l = &in->cpu[cpu];
+		size_t j = upper_bound(l->sw, sizeof(*l->sw), l->n_sw, from);
+
+		/*
+		 * On it at `from`: switched in before and not out until after.  A switch away
+		 * from the thread is always traced (the untraced ones leave the sandbox agent's
+		 * threads), so the interval cannot be longer than the logs say.
+		 */
+		if (j > 0) {
+			uint64_t end = j < l->n_sw ? l->sw[j].time : in->cover_end;
+
+			if (l->sw[j - 1].next_pid == tid && end > from)
+				return true;
+		}
+		/*
+		 * Switched in or out in (from, hi]: it ran there at that instant.  A switch out
+		 * counts even when its switch in was not logged (one from an untraced task).
+		 */
+		for (; j < l->n_sw && l->sw[j].time <= hi; j++)
+			if (l->sw[j].next_pid == tid || l->sw[j].prev_pid == tid)
+				return true;
+	}
+no:
+	if (why) {
+		d = instance_at(r, from);
+		if (d)
+			describe_switches(d, cpu, from, why, whylen);
+		else
+			snprintf(why, whylen, "no recorder");
+	}
+	return false;
+}

@@ -140,4 +140,43 @@ int recorder_note_offline(struct recorder *r, int cpu, uint64_t from, uint64_t t
 bool recorder_evidence(struct recorder *r, int cpu, uint64_t lo, uint64_t hi, bool daemon_reads,
 		       char *why, size_t whylen);
 
+/*
+ * The questions a client-side credit (DESIGN rule 11) asks, each narrower than the one above.
+ * Call under r->lock; on false, `why` (if given) describes what the logs show instead.
+ *
+ * recorder_stamp_event: for slot stamps s_min..s_max (the daemon's own readings, checked to lie
+ * in (lo, hi] by the caller), a kernel event (softirq, timer or switch: what the daemon's
+ * programs stamp on, never a daemon pread) logged on cpu with time in (lo, hi]; or, setting
+ * *pinned, one whose two readings (the instances in front of and behind the daemon) bracket
+ * s_min, and one that brackets s_max.  A barrier that passes on loads alone can be shorter than
+ * the gap between the two probes of one event (the daemon's signal runs between them): the
+ * recorder then sees the event only on either side of the window, and the stamp, which is the
+ * daemon's reading of it, says where in between it was.  With --bracket-lenient, as
+ * recorder_evidence, an event whose two readings bracket the window.
+ *
+ * recorder_bracket_point: an event on cpu whose two readings bracket t.
+ *
+ * recorder_idle_at: cpu in its idle task, or offline, at some instant in [from, hi]: the idle
+ * interval must reach `from` or start after it, not merely lie somewhere in the barrier.
+ *
+ * recorder_thread_on: thread tid (as the sched_switch tracepoint names it) on cpu at some
+ * instant in [from, hi]: switched in or out of it in that range, or switched in before `from`
+ * and not out until after it.
+ */
+bool recorder_stamp_event(struct recorder *r, int cpu, uint64_t lo, uint64_t hi, uint64_t s_min,
+			  uint64_t s_max, bool *pinned, char *why, size_t whylen);
+bool recorder_bracket_point(struct recorder *r, int cpu, uint64_t t);
+/*
+ * The CPU thread tid was on at instant t, for a t at which it is known to have been running
+ * (it read the clock then), or -1.  Where recorder_thread_on cannot see it: a switch to the
+ * thread from a task whose switches away never reach the tracepoint (the sandbox agent's
+ * threads) leaves no switch in; the thread's first switch after t, always traced (it is a
+ * switch away from the thread), says where it was.
+ */
+int recorder_thread_cpu(struct recorder *r, uint32_t tid, uint64_t t);
+bool recorder_idle_at(struct recorder *r, int cpu, uint64_t from, uint64_t hi, char *why,
+		      size_t whylen);
+bool recorder_thread_on(struct recorder *r, int cpu, uint32_t tid, uint64_t from, uint64_t hi,
+			char *why, size_t whylen);
+
 #endif
