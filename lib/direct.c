@@ -142,6 +142,12 @@ int bd_direct_passed(const struct barrierd *b, uint64_t T, const unsigned long *
 	if (!d)
 		return -1;
 	/*
+	 * A stamp the file already passed costs its few loads only: the global word first (the
+	 * fresh stamp of barrierd_barrier(), which asks for clock_only, never has that).
+	 */
+	if (!clock_only && !set && bd_trusted(b, &b->hdr->last_interrupt_ns, 0) > T)
+		return 1;
+	/*
 	 * CPUs the file already shows past T are not loaded from the slots: a slot's line is
 	 * written by its CPU at every event, the file's per-CPU words only at passes.  They are
 	 * checked as the file's values are (trusted: one running daemon), after the slots.
@@ -169,7 +175,7 @@ int bd_direct_passed(const struct barrierd *b, uint64_t T, const unsigned long *
 		return 1;
 	}
 	/* Each source is valid alone (DESIGN §3.13): the rest may pass by what was published. */
-	if (bd_trusted(b, &b->hdr->last_interrupt_ns, 0) > T)
+	if ((clock_only || set) && bd_trusted(b, &b->hdr->last_interrupt_ns, 0) > T)
 		return 1;
 	for (size_t w = 0; w < words; w++)
 		filed[w] |= left[w];
