@@ -4,7 +4,7 @@
 #   bench/report.sh RESULTS_DIR
 #
 # Writes, in RESULTS_DIR: latency.md, notify.md, ipi.md, waiters.md, daemon_cpu.md, getpid.md,
-# bpf_cost.md, cpu_scaling.md (one table per measurement, with the summary CSVs beside them),
+# bpf_cost.md, cpu_scaling.md, ..., direct.md (one table per measurement, with the summary CSVs beside them),
 # summary.md (the targets of docs/PERFORMANCE.md section 2 against the figures) and plots/*.png
 # (gnuplot; skipped with a note when gnuplot is missing).  Needs only the CSVs: it can be re-run on old results.
 set -euo pipefail
@@ -712,6 +712,126 @@ if [ -s nudge.csv ]; then
 	put nudge_flood_rate "$(awk '/^nudges/ { printf "%.1f", $2 / ($4 > 0 ? $4 : 1) / ($6 > 0 ? $6 : 1) }' nudge_flood.txt 2>/dev/null)"
 fi
 
+# ---- 13: direct evidence ---------------------------------------------------------------------------------
+
+if [ -s direct.csv ]; then
+	# "config/method n p50 p90 p99 p99.9 max cal res iwi tlb" (nearest rank; IPIs per call, rows
+	# summed over every CPU as barrierctl bench counts them), repetitions pooled.
+	awk -F, 'NR > 1 {print $1 "/" $3, $5, $6, $7, $8, $9}' direct.csv | sort -t' ' -k1,1 -k2,2n | awk '
+		function rank(p,  k) { k = int(n * p); if (k < n * p) k++; return k < 1 ? 1 : k > n ? n : k }
+		function out() { if (!n) return
+			printf "%s %d %s %s %s %s %s %.3f %.3f %.3f %.3f\n", key, n, v[rank(0.5)], v[rank(0.9)],
+				v[rank(0.99)], v[rank(0.999)], v[n], c / n, r / n, w / n, t / n
+			n = c = r = w = t = 0 }
+		$1 != key { out(); key = $1 }
+		{ v[++n] = $2; c += $3; r += $4; w += $5; t += $6 }
+		END { out() }' >direct_summary.txt
+	# System calls per call, the gaps' sleeps left out: "method calls syscalls per_call by_name".
+	if [ -s direct_syscalls.csv ]; then
+		awk -F, 'NR > 1 {
+			if (!(($1, $2) in seen)) { seen[$1, $2] = 1; calls[$2] += $3; if (!($2 in ord)) { ord[$2] = ++n; name[n] = $2 } }
+			if ($4 == "clock_nanosleep" || $4 == "nanosleep" || $4 == "(none)") next
+			cnt[$2] += $5; by[$2, $4] += $5; if (!(($2, $4) in sk)) { sk[$2, $4] = 1; list[$2] = list[$2] " " $4 } }
+		END { for (i = 1; i <= n; i++) { m = name[i]; d = ""
+			k = split(list[m], a, " ")
+			for (j = 1; j <= k; j++) d = d (d ? ", " : "") sprintf("%s %.2f", a[j], by[m, a[j]] / calls[m])
+			printf "%s %d %d %.3f %s\n", m, calls[m], cnt[m], calls[m] ? cnt[m] / calls[m] : 0, d ? d : "-" } }' \
+			direct_syscalls.csv >direct_syscalls_summary.txt
+	fi
+	{
+		echo "# Direct evidence (issue 17)"
+		echo
+		echo "The daemon's main and doorbell threads and the caller (\`barrierctl bench --cpu\`) on the first CPU;"
+		echo "*direct*: \`barrierd_barrier()\` on a handle that credits CPUs from the slots; *file*: the same on a"
+		echo "handle opened with \`BARRIERD_OPEN_NO_DIRECT\` (doorbell, the daemon's credit pass, FUTEX_WAKE)."
+		echo "*idle*: nothing else runs, methods interleaved call by call, a random 0–10 ms gap before each"
+		echo "call; *back-to-back*: direct and file alone, no gap; *half-loaded*: a nice-0 spinner on the"
+		echo "second CPU. PRIVATE_EXPEDITED: barrierctl's sibling threads spin on the other CPUs during its"
+		echo "calls (it has something to interrupt); GLOBAL_EXPEDITED: registered, it interrupts only CPUs"
+		echo "running registered processes (none here but barrierctl): not a global barrier. µs, nearest rank,"
+		echo "repetitions pooled; IPIs per call: /proc/interrupts rows summed over every CPU around each call."
+		echo
+		echo "| config | method | calls | p50 | p90 | p99 | p99.9 | max | CAL | RES | IWI | TLB |"
+		echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+		for cfg in idle back-to-back half-loaded; do
+			awk -v cfg="$cfg" "$awk_fmt"'{ split($1, k, "/") } k[1] == cfg {
+				printf "| %s | %s | %d | %s | %s | %s | %s | %s | %.2f | %.2f | %.2f | %.2f |\n",
+					k[1], k[2], $2, f($3), f($4), f($5), f($6), f($7), $8, $9, $10, $11 }' direct_summary.txt
+		done
+		echo
+		echo "IPIs per direct call by how long it took: under 20 µs it passed at the first look, on the slots"
+		echo "alone (no ring, no sleep); the others waited for a CPU (a busy one, or one that had just left"
+		echo "idle) and rang the doorbell:"
+		echo
+		echo "| config | direct calls | under 20 µs | CAL | RES | IWI | TLB | 20 µs or more | CAL | RES | IWI | TLB |"
+		echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+		awk -F, 'NR > 1 && $3 == "direct" { k = $5 < 20000 ? "f" : "s"; if (!($1 in o)) o[$1] = ++n; name[o[$1]] = $1
+				c[$1, k]++; for (i = 6; i <= 9; i++) x[$1, k, i] += $i }
+			function q(cf, k, i) { return c[cf, k] ? sprintf("%.3f", x[cf, k, i] / c[cf, k]) : "-" }
+			END { for (j = 1; j <= n; j++) { cf = name[j]
+				printf "| %s | %d | %d | %s | %s | %s | %s | %d | %s | %s | %s | %s |\n", cf, c[cf, "f"] + c[cf, "s"],
+					c[cf, "f"], q(cf, "f", 6), q(cf, "f", 7), q(cf, "f", 8), q(cf, "f", 9),
+					c[cf, "s"], q(cf, "s", 6), q(cf, "s", 7), q(cf, "s", 8), q(cf, "s", 9) } }' direct.csv
+		if [ -s direct_syscalls_summary.txt ]; then
+			echo
+			echo "System calls per call (\`strace -f\` around \`bench_direct calls\`, counted between its markers:"
+			echo "after the open and a warm-up call; the random gaps' \`clock_nanosleep\` left out). The caller and"
+			echo "strace on the first CPU, the rest idle:"
+			echo
+			echo "| method | calls | system calls | per call | by name, per call |"
+			echo "|---|---:|---:|---:|---|"
+			awk '{ d = $5; for (i = 6; i <= NF; i++) d = d " " $i
+				printf "| %s | %d | %d | %.2f | %s |\n", $1, $2, $3, $4, d }' direct_syscalls_summary.txt
+		fi
+		if [ "$(wc -l <direct_passed.csv 2>/dev/null || echo 0)" -gt 1 ]; then
+			echo
+			echo "\`barrierd_passed()\` per call, ns (\`bench_direct passed\`: batches of 1000 calls, the kinds"
+			echo "rotating batch by batch, median and fastest batch; *already*: a stamp that has passed;"
+			echo "*fresh*: \`barrierd_stamp_ns()\` then \`barrierd_passed()\` on it, the stamp's median subtracted;"
+			echo "*stamp*: \`barrierd_stamp_ns()\` alone). *passed*: the share of calls that returned true."
+			echo
+			echo "| rep | handle | kind | ns per call (median batch) | fastest batch | passed |"
+			echo "|---:|---|---|---:|---:|---:|"
+			awk -F, 'NR > 1 { printf "| %s | %s | %s | %.1f | %.1f | %s |\n", $1, $2, $3, $4, $5,
+				$3 == "stamp" ? "-" : sprintf("%.1f %%", 100 * $6) }' direct_passed.csv
+		fi
+		if [ -s direct_credits.csv ]; then
+			echo
+			echo "How direct calls credited each CPU (the library's credit observer, each CPU counted once per"
+			echo "call by its first credit; *file*: never credited from the slots, passed by the daemon's"
+			echo "published words; *alone*: the call's only CPU not credited idle or own, the one it waited for):"
+			echo
+			echo "| config | rep | CPU | idle | own | stamp | file | alone |"
+			echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+			awk -F, 'NR > 1 { printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8 }' direct_credits.csv
+			echo
+			echo "| config | rep | direct calls | every CPU idle or own | waited for one CPU | for more | waited for the busy CPU only |"
+			echo "|---|---:|---:|---:|---:|---:|---:|"
+			awk -F, 'NR > 1 { printf "| %s | %s | %d | %d | %d | %d | %s |\n", $1, $2, $3, $4, $5, $6,
+				$7 == "-" ? "-" : sprintf("%d (CPU %s)", $8, $7) }' direct_calls.csv
+		fi
+	} >direct.md
+	put direct_p50 "$(awk '$1 == "idle/direct" {print $3}' direct_summary.txt)"
+	put direct_p99 "$(awk '$1 == "idle/direct" {print $5}' direct_summary.txt)"
+	put direct_p999 "$(awk '$1 == "idle/direct" {print $6}' direct_summary.txt)"
+	put direct_ipis "$(awk '$1 == "idle/direct" {printf "%.3f", $8 + $9 + $10 + $11}' direct_summary.txt)"
+	put direct_fast_ipis "$(awk -F, 'NR > 1 && $1 == "idle" && $3 == "direct" && $5 < 20000 {n++; t += $6 + $7 + $8 + $9} END {if (n) printf "%.3f", t / n}' direct.csv)"
+	put direct_fast_share "$(awk -F, 'NR > 1 && $1 == "idle" && $3 == "direct" {n++; if ($5 < 20000) f++} END {if (n) printf "%.1f %%", 100 * f / n}' direct.csv)"
+	put direct_b2b_p50 "$(awk '$1 == "back-to-back/direct" {print $3}' direct_summary.txt)"
+	put direct_file_p50 "$(awk '$1 == "idle/file" {print $3}' direct_summary.txt)"
+	put direct_pexp_p50 "$(awk '$1 == "idle/private-expedited" {print $3}' direct_summary.txt)"
+	put direct_half_p50 "$(awk '$1 == "half-loaded/direct" {print $3}' direct_summary.txt)"
+	put direct_half_p99 "$(awk '$1 == "half-loaded/direct" {print $5}' direct_summary.txt)"
+	put direct_half_mb_p50 "$(awk '$1 == "half-loaded/membarrier-global" {print $3}' direct_summary.txt)"
+	put direct_half_busy "$(awk -F, 'NR > 1 && $1 == "half-loaded" {n += $3; b += $8} END {if (n) printf "%d of %d", b, n}' direct_calls.csv 2>/dev/null)"
+	if [ -s direct_syscalls_summary.txt ]; then
+		put direct_sys "$(awk '$1 == "direct" {print $4}' direct_syscalls_summary.txt)"
+		put direct_sys_file "$(awk '$1 == "file" {print $4}' direct_syscalls_summary.txt)"
+		put direct_sys_pexp "$(awk '$1 == "private-expedited" {print $4}' direct_syscalls_summary.txt)"
+	fi
+	awk -F, 'NR > 1 && $1 != "back-to-back" {print $1 "/" $3, $5}' direct.csv | cdf_files direct
+fi
+
 # ---- summary -------------------------------------------------------------------------------------------
 
 # shellcheck disable=SC1091
@@ -802,6 +922,12 @@ ok() { # awk condition on a b
 		echo "| nudges per barrier (an upper bound on the share of barriers that nudge): idle at 0.5 ms / loaded at the default | ≤ 0.01 / ≤ 0.01 | $(v nudge_0_5_nudged_idle) / $(v nudge_default_nudged_loaded) | $(ok 'a <= 0.01' "$(v nudge_0_5_nudged_idle)") / $(ok 'a <= 0.01' "$(v nudge_default_nudged_loaded)") |"
 		echo "| nudges per second per busy CPU under a flood (nobody) | ≤ 200 + burst | $(v nudge_flood_rate) | $(ok 'a <= 204' "$(v nudge_flood_rate)") |"
 	fi
+	if [ -s direct.csv ]; then
+		echo "| direct evidence, idle, barrierd_barrier() with slots: p50 / p99 (p99.9) | ≤ 2 µs / ≤ 20 µs | $(us "$(v direct_p50)") / $(us "$(v direct_p99)") ($(us "$(v direct_p999)")) µs; back to back p50 $(us "$(v direct_b2b_p50)") µs; file path p50 $(us "$(v direct_file_p50)") µs | $(ok 'a <= 2000' "$(v direct_p50)") / $(ok 'a <= 20000' "$(v direct_p99)") |"
+		echo "| direct, idle: system calls / IPIs per barrier (CAL+RES+IWI+TLB, every CPU) | 0 / 0 | $(v direct_sys) / $(v direct_ipis) ($(v direct_fast_ipis) IPIs per call over the $(v direct_fast_share) of calls under 20 µs; file path $(v direct_sys_file) system calls, PRIVATE_EXPEDITED $(v direct_sys_pexp)) | $(ok 'a == 0' "$(v direct_sys)") / $(ok 'a < 0.05' "$(v direct_ipis)") |"
+		echo "| direct, idle: faster than PRIVATE_EXPEDITED at p50 | < $(us "$(v direct_pexp_p50)") µs | $(us "$(v direct_p50)") µs | $(ok 'a < b' "$(v direct_p50)" "$(v direct_pexp_p50)") |"
+		echo "| direct, half-loaded (nice-0 spinner on one CPU): p50 / p99; calls that waited for the busy CPU only | (reported) | $(ms "$(v direct_half_p50)") / $(ms "$(v direct_half_p99)") ms (membarrier GLOBAL p50 $(ms "$(v direct_half_mb_p50)") ms); $(v direct_half_busy) | - |"
+	fi
 	if [ -s waiters.csv ]; then
 		echo "| waiter scaling: advance → last of N sleeping threads running (1/10/100/1000) | (none) | $(us "$(v waiters_fanout_1 0)") / $(us "$(v waiters_fanout_10 0)") / $(us "$(v waiters_fanout_100 0)") / $(us "$(v waiters_fanout_1000 0)") µs | - |"
 	fi
@@ -810,7 +936,8 @@ ok() { # awk condition on a b
 	fi
 	echo
 	echo "Tables: latency.md, notify.md, ipi.md, waiters.md, daemon_cpu.md, getpid.md, bpf_cost.md,"
-	echo "cpu_scaling.md, legacy.md, pinned.md (with the projection to N CPUs), cost.md, nudge.md. Noise:"
+	echo "cpu_scaling.md, legacy.md, pinned.md (with the projection to N CPUs), cost.md, nudge.md,"
+	echo "direct.md. Noise:"
 	echo "noise.txt, machine_load.csv, loadavg.csv. Plots: plots/."
 } >summary.md
 
@@ -853,6 +980,13 @@ done
 for m in $methods; do
 	plot_cdf "plots/latency_cdf_${m}.png" "Barrier latency CDF: $m, idle and loaded" \
 		"plots/data/lat_idle_${m}.dat|idle" "plots/data/lat_loaded_${m}.dat|loaded (nice-19 spinner per CPU)"
+done
+for cfg in idle half-loaded; do
+	args=()
+	for m in direct file private-expedited global-expedited membarrier-global; do
+		args+=("plots/data/direct_${cfg}_${m}.dat|$m")
+	done
+	plot_cdf "plots/direct_cdf_${cfg}.png" "Direct evidence: barrier latency CDF, $cfg (interleaved, random 0-10 ms gaps)" "${args[@]}"
 done
 plot_cdf plots/notify_cdf.png "Notification latency CDF (advance → waiter running)" \
 	"plots/data/notify_idle.dat|idle" "plots/data/notify_loaded.dat|loaded"

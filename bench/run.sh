@@ -5,7 +5,7 @@
 #   sudo bench/run.sh [BUILD_DIR]          (default ./build; builds nothing itself)
 #
 # Needs root, a built tree (cmake --build BUILD_DIR) and, for the plots, gnuplot (Debian
-# gnuplot-nox).  Takes about 7 minutes on a 2-CPU machine (BENCH_QUICK=1: about 2 minutes, with
+# gnuplot-nox).  Takes about 8 minutes on a 2-CPU machine (BENCH_QUICK=1: about 2 minutes, with
 # fewer samples).  Starts its own daemon on a temporary state path and leaves nothing running.
 # Results: bench/results/<timestamp>/ (or $BENCH_OUT): raw CSVs, one markdown table per
 # measurement, summary.md (the targets against the figures) and PNG plots, made by
@@ -44,8 +44,18 @@
 #                expedited commands, IPIs per call by kind, nudges per barrier, the daemon's CPU;
 #                then a flood by user nobody (rings, and a thread asleep on the global word) with
 #                every CPU but the first busy: nudges per second per CPU against the cap
+#   13 direct    direct evidence (issue 17; PERFORMANCE §16), the daemon's main and doorbell
+#                threads on the first CPU, the caller there too (barrierctl bench --cpu): idle,
+#                barrierd_barrier() crediting from the slots (direct) and without them (file)
+#                beside membarrier PRIVATE_EXPEDITED, GLOBAL_EXPEDITED (registered) and GLOBAL,
+#                interleaved with random 0-10 ms gaps, IPIs per call; direct and file back to
+#                back; system calls per call (strace -f between bench_direct's markers, the
+#                gaps' clock_nanosleep left out) for direct, file and PRIVATE_EXPEDITED;
+#                barrierd_passed()'s cost, already passed and fresh; half-loaded (a nice-0
+#                spinner on the second CPU): direct, file and GLOBAL, with how direct credited
+#                each CPU (the credit observer).  About a minute (BENCH_QUICK=1: 15 s)
 # BENCH_SECTIONS="1 2 ..." runs a subset (for development; a full run is all of them).
-# BENCH_REPS=N repeats sections 9-11 N times (default 1), the configurations rotating, for
+# BENCH_REPS=N repeats sections 9-13 N times (default 1), the configurations rotating, for
 # ranges; /proc/loadavg and the machine's busy share are recorded before each measurement
 # (loadavg.csv); BENCH_WAIT_QUIET=1 first waits for a quiet machine (under 10 % busy).
 #   BENCH_SECTIONS="9 10 11" BENCH_REPS=3 BENCH_WAIT_QUIET=1 bench/run.sh build
@@ -64,7 +74,7 @@ build_arg=${1:-build}
 build=$(cd "$build_arg" && pwd)
 for f in src/barrierd src/barrierctl bench/bench_notify bench/bench_ipi bench/bench_waiters \
 	bench/bench_util bench/bench_flood bench/bench_orig bench/bench_getpid bench/bench_bpf \
-	bench/bench_model bench/bench_overshoot bench/bench_legacy; do
+	bench/bench_model bench/bench_overshoot bench/bench_legacy bench/bench_direct; do
 	[ -x "$build/$f" ] || die "$build/$f is missing: build the tree first (cmake --build $build_arg)"
 done
 for t in taskset setpriv od awk sort nice; do
@@ -72,7 +82,7 @@ for t in taskset setpriv od awk sort nice; do
 done
 
 quick=${BENCH_QUICK:-0}
-sections=${BENCH_SECTIONS:-1 2 3 4 5 6 7 8 9 10 11 12}
+sections=${BENCH_SECTIONS:-1 2 3 4 5 6 7 8 9 10 11 12 13}
 reps=${BENCH_REPS:-1}
 scale() { # full quick
 	if [ "$quick" = 1 ]; then echo "$2"; else echo "$1"; fi
@@ -290,7 +300,7 @@ snapshot_machine() { # LABEL
 	echo "build: $build"
 	echo "commit: $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$src" diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
 	echo "quick: $quick"
-	echo "repetitions (sections 9-11): $reps"
+	echo "repetitions (sections 9-13): $reps"
 } >"$out/machine.txt"
 echo "section,config,rep,unix_s,load1,load5,load15,busy_pct_1s" >"$out/loadavg.csv"
 : >"$out/noise.txt"
@@ -803,6 +813,110 @@ if want 12; then
 	echo "nudges $((n1 - n0)) busy_cpus $((ncpu - 1)) seconds $flood_secs" >>"$out/nudge_flood.txt"
 	stop_daemon
 	start_daemon
+fi
+
+# ---- 13: direct evidence ---------------------------------------------------------------------------
+
+# barrierctl bench's direct credit table (its lines after "direct credits per CPU") as
+# direct_credits.csv rows, and its "direct calls:" line as a direct_calls.csv row.
+direct_credits() { # CONFIG REP BUSY_CPU(or -) FILE
+	awk -v c="$1" -v r="$2" -v busy="$3" -v cr="$out/direct_credits.csv" -v ca="$out/direct_calls.csv" '
+		/^direct credits per CPU/ { on = 1; next }
+		on && $1 ~ /^[0-9]+$/ && NF == 6 { print c "," r "," $1 "," $2 "," $3 "," $4 "," $5 "," $6 >>cr
+			alone[$1] = $6; next }
+		/^direct calls:/ { on = 0; gsub(/[;:]/, " ")
+			for (i = 1; i <= NF; i++) {
+				if ($i == "calls") n = $(i + 1)
+				if ($i == "own") o = $(i + 1)
+				if ($i == "one" && $(i + 1) == "CPU") one = $(i + 2)
+				if ($i == "more") m = $(i + 1)
+			}
+			print c "," r "," n "," o "," one "," m "," busy "," (busy == "-" ? "" : alone[busy] + 0) >>ca }' "$4"
+}
+
+# System calls between bench_direct's markers, by name: direct_syscalls.csv rows.
+direct_syscalls() { # REP METHOD CALLS STRACE_LOG
+	awk -v r="$1" -v m="$2" -v n="$3" '
+		/PR_SET_NAME, "bd-calls"/ { on = 1; next }
+		/PR_SET_NAME, "bd-done"/ { on = 0 }
+		on && !/resumed>/ && match($0, /^[0-9]+ +[a-z_0-9]+\(/) {
+			s = substr($0, RSTART, RLENGTH - 1); sub(/^[0-9]+ +/, "", s); c[s]++ }
+		END { t = 0; for (k in c) { print r "," m "," n "," k "," c[k]; t++ }
+			if (!t) print r "," m "," n ",(none),0" }' "$4" >>"$out/direct_syscalls.csv"
+}
+
+# One barrierctl bench run from the first CPU, its rows into direct.csv, its output kept in
+# $tmp/bench13.txt.  --cpu, not taskset: PRIVATE_EXPEDITED's siblings need the other CPUs.
+bench13() { # CONFIG REP N GAP_MS METHODS
+	"$build/src/barrierctl" bench --state "$state" --cpu "$first" -n "$3" -m "$5" --gap "$4" \
+		--csv "$tmp/bench.csv" >"$tmp/bench13.txt"
+	cat "$tmp/bench13.txt" >>"$out/barrierctl.txt"
+	awk -v c="$1" -v r="$2" -F, 'NR > 1 {print c "," r "," $0}' "$tmp/bench.csv" >>"$out/direct.csv"
+}
+
+if want 13; then
+	first=$(echo "$cpus" | sed -n 1p)
+	second=$(echo "$cpus" | sed -n 2p)
+	n_idle=$(scale 800 150)
+	n_loaded=$(scale 400 80)
+	n_b2b=$(scale 2000 500)
+	n_sys=$(scale 200 50)
+	echo "config,rep,method,index,latency_ns,cal,res,iwi,tlb" >"$out/direct.csv"
+	echo "config,rep,cpu,idle,own,stamp,file,alone" >"$out/direct_credits.csv"
+	echo "config,rep,calls,idle_own_only,one_left,more_left,busy_cpu,busy_alone" >"$out/direct_calls.csv"
+	echo "rep,method,calls,syscall,count" >"$out/direct_syscalls.csv"
+	echo "rep,handle,kind,ns_per_call_p50,ns_per_call_min,passed_share,batches" >"$out/direct_passed.csv"
+	have_strace=1
+	command -v strace >/dev/null || {
+		have_strace=0
+		log "note: no strace; system calls per barrier not counted"
+	}
+	# Only the nudge threads stay off the first CPU: the others see nothing of ours.
+	pin_daemon "$first"
+	for r in $(seq "$reps"); do
+		wait_disarmed
+		note_load direct idle "$r"
+		log "direct evidence, idle, repetition $r/$reps: $n_idle rounds (load $(cut -d' ' -f1 /proc/loadavg))"
+		s0=$(machine_stat)
+		bench13 idle "$r" "$n_idle" 10 direct,file,private-expedited,global-expedited,membarrier-global
+		direct_credits idle "$r" - "$tmp/bench13.txt"
+		echo "direct,idle,$r,$(machine_busy_pct "$s0" "$(machine_stat)" | tr ' ' ,)" >>"$out/machine_load.csv"
+
+		note_load direct back-to-back "$r"
+		log "direct evidence, idle, back to back: $n_b2b rounds"
+		bench13 back-to-back "$r" "$n_b2b" 0 direct,file
+		direct_credits back-to-back "$r" - "$tmp/bench13.txt"
+
+		if [ "$have_strace" = 1 ]; then
+			note_load direct syscalls "$r"
+			for m in direct file private-expedited; do
+				log "direct evidence: system calls of $n_sys $m calls (strace -f)"
+				# strace refused (ptrace restricted) or a failed call: say so, run on.
+				if taskset -c "$first" strace -f -qq -o "$tmp/strace.$m" \
+					"$build/bench/bench_direct" calls "$state" "$m" "$n_sys" 10 >>"$out/run.log"; then
+					direct_syscalls "$r" "$m" "$n_sys" "$tmp/strace.$m"
+				else
+					log "note: strace of bench_direct calls $m failed; not counted"
+				fi
+			done
+		fi
+
+		note_load direct passed "$r"
+		log "direct evidence: barrierd_passed() cost"
+		taskset -c "$first" "$build/bench/bench_direct" passed "$state" "$(scale 200 50)" |
+			sed "s/^passed,/$r,/" >>"$out/direct_passed.csv"
+
+		wait_disarmed
+		note_load direct half-loaded "$r"
+		spin_on "$second" 0
+		log "direct evidence, half-loaded (a nice-0 spinner on CPU $second), repetition $r/$reps: $n_loaded rounds"
+		s0=$(machine_stat)
+		bench13 half-loaded "$r" "$n_loaded" 10 direct,file,membarrier-global
+		stop_spinners
+		direct_credits half-loaded "$r" "$second" "$tmp/bench13.txt"
+		echo "direct,half-loaded,$r,$(machine_busy_pct "$s0" "$(machine_stat)" | tr ' ' ,)" >>"$out/machine_load.csv"
+	done
+	pin_daemon "$all_cpus"
 fi
 
 stop_daemon

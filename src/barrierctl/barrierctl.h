@@ -40,10 +40,11 @@ struct bctl_opts {
 	uint64_t interval_ns;
 	uint64_t count; /* watch: 0 = until a signal */
 	uint64_t rounds;
-	unsigned methods; /* bench: bit per enum barrier_method (barrier_method.h); 0 = all */
+	unsigned methods; /* bench: bit per enum barrier_method (barrier_method.h); 0 = default */
 	bool load;
 	uint64_t gap_ns; /* bench: the longest random sleep before a call; 0 = back to back */
 	const char *csv;
+	int cpu; /* bench: the calling thread's CPU; -1 = the one it starts on */
 };
 
 /* ---- signals (common.c) ---- */
@@ -59,6 +60,8 @@ int bctl_catch_stop_signals(void);
 const char *bctl_state_path(const struct bctl_opts *o);
 /* barrierd_open_opts() with the trusted uid from the command line.  0 or -errno. */
 int bctl_open(const struct bctl_opts *o, struct barrierd **b);
+/* The same with BARRIERD_OPEN_* flags (bench's file method: BARRIERD_OPEN_NO_DIRECT). */
+int bctl_open_flags(const struct bctl_opts *o, struct barrierd **b, unsigned flags);
 /* One line (no newline) saying why barrierd_open() refused the file. */
 const char *bctl_open_error(int err);
 

@@ -9,6 +9,11 @@
  * the other CPUs: a sibling thread (src/common/siblings.c) sits pinned on every other CPU; it
  * spins (or keeps reading the page) during its method's samples and parks on a futex
  * otherwise, so that the rows of the other methods see idle CPUs.
+ *
+ * direct and file (issue 17) are barrierd_barrier() on two handles of one file: the default
+ * one, which credits CPUs from the daemon's slots itself, and one opened with
+ * BARRIERD_OPEN_NO_DIRECT, which waits for the daemon's published words as before ABI 1.3.
+ * During direct's calls a credit observer records how each CPU was credited (struct credits).
  */
 #include "barrier_method.h"
 #include "barrierctl.h"
@@ -30,6 +35,24 @@
 #include <unistd.h>
 
 enum method_status { M_UNUSED, M_RUNNING, M_UNAVAILABLE, M_FAILED };
+
+/*
+ * direct's credits, from barrierd_set_credit_observer(): each CPU's first credit within a call
+ * (the library re-checks the slots while it waits, crediting the same CPU again), then per CPU
+ * and per call.  A CPU the observer never reports passed by the daemon's published words.
+ */
+enum { CR_IDLE, CR_OWN, CR_STAMP, CR_FILE, CR_ALONE, CR_COLS };
+
+struct credits {
+	uint64_t ncpu;
+	uint8_t *first;		  /* this call: enum barrierd_credit_kind per CPU, 0 = none yet */
+	uint64_t (*cpu)[CR_COLS]; /* calls per CPU and kind; ALONE: the one CPU not idle/own */
+	uint64_t calls;
+	uint64_t idle_own_only; /* calls in which every CPU was credited idle or own */
+	uint64_t one_left;	/* ... every CPU but one (the call waited for that one only) */
+	uint64_t more_left;
+	bool on; /* a direct call runs: the observer records */
+};
 
 struct method {
 	enum method_status status;
@@ -55,6 +78,8 @@ struct bench {
 	struct proc_interrupts irqs;
 
 	uint64_t rng; /* --gap's random sleeps (xorshift64*) */
+
+	struct credits cr;
 };
 
 static void unavailable(struct method *m, const char *what, int err, const char *suffix)
@@ -146,6 +171,76 @@ static enum sib_kind sibling_work(int m)
 	return SIB_PARK;
 }
 
+/* The methods that wait on the state file (barrierctl's handle of it). */
+static bool uses_file(int m)
+{
+	return m == BM_BARRIERD || m == BM_VTIME || m == BM_DIRECT || m == BM_FILE;
+}
+
+/* Records each CPU's first credit of the running direct call; the rest is done after it. */
+static void credit_seen(void *arg, uint64_t stamp_ns, unsigned cpu, int kind, uint64_t value)
+{
+	struct credits *c = arg;
+
+	(void)stamp_ns;
+	(void)value;
+	if (c->on && cpu < c->ncpu && !c->first[cpu])
+		c->first[cpu] = (uint8_t)kind;
+}
+
+/*
+ * direct needs the handle to credit from the slots now (-ENOTSUP otherwise: without them it
+ * would measure the file path under another name), and the observer on it.
+ */
+static int prepare_direct(struct bench *bn)
+{
+	size_t size;
+	const struct barrierd_header *h = barrierd_mapping(bn->ctx.b, &size);
+
+	if (!h || !barrierd_direct(bn->ctx.b))
+		return -ENOTSUP;
+	bn->cr.ncpu = h->ncpu;
+	bn->cr.first = calloc(bn->cr.ncpu ? bn->cr.ncpu : 1, 1);
+	bn->cr.cpu = calloc(bn->cr.ncpu ? bn->cr.ncpu : 1, sizeof(*bn->cr.cpu));
+	if (!bn->cr.first || !bn->cr.cpu)
+		return -ENOMEM;
+	return barrierd_set_credit_observer(bn->ctx.b, credit_seen, &bn->cr);
+}
+
+/* After a direct call that passed: its credits, CPU by CPU. */
+static void credits_count(struct credits *c)
+{
+	uint64_t left = 0, last = 0;
+
+	for (uint64_t cpu = 0; cpu < c->ncpu; cpu++) {
+		switch (c->first[cpu]) {
+		case BARRIERD_CREDIT_IDLE:
+			c->cpu[cpu][CR_IDLE]++;
+			continue;
+		case BARRIERD_CREDIT_SELF:
+			c->cpu[cpu][CR_OWN]++;
+			continue;
+		case BARRIERD_CREDIT_STAMP:
+			c->cpu[cpu][CR_STAMP]++;
+			break;
+		default:
+			c->cpu[cpu][CR_FILE]++;
+			break;
+		}
+		left++;
+		last = cpu;
+	}
+	c->calls++;
+	if (left == 0)
+		c->idle_own_only++;
+	else if (left == 1) {
+		c->one_left++;
+		c->cpu[last][CR_ALONE]++;
+	} else {
+		c->more_left++;
+	}
+}
+
 /*
  * Before the run: decide which methods can run.  A kernel that refuses a membarrier command
  * (not in QUERY's mask, or EPERM/EINVAL/ENOSYS from the first call, e.g. under seccomp or
@@ -168,8 +263,11 @@ static int prepare_methods(struct bench *bn)
 	};
 	const char *path = bctl_state_path(bn->o);
 	int code = BCTL_EXIT_OK, query, ret;
+	bool file_wanted = false;
 
-	if (bn->m[BM_BARRIERD].status == M_RUNNING || bn->m[BM_VTIME].status == M_RUNNING) {
+	for (int m = 0; m < BM_COUNT; m++)
+		file_wanted |= uses_file(m) && bn->m[m].status == M_RUNNING;
+	if (file_wanted) {
 		char why[sizeof(bn->m[0].why)];
 		struct bctl_snapshot s;
 
@@ -190,12 +288,22 @@ static int prepare_methods(struct bench *bn)
 			}
 			bctl_snapshot_free(&s);
 		}
-		for (int m = BM_BARRIERD; m <= BM_VTIME && why[0]; m++) {
-			if (bn->m[m].status != M_RUNNING)
+		for (int m = 0; m < BM_COUNT && why[0]; m++) {
+			if (!uses_file(m) || bn->m[m].status != M_RUNNING)
 				continue;
 			bn->m[m].status = M_UNAVAILABLE;
 			snprintf(bn->m[m].why, sizeof(bn->m[m].why), "%s", why);
 		}
+	}
+	if (bn->m[BM_DIRECT].status == M_RUNNING && (ret = prepare_direct(bn)) != 0)
+		unavailable(&bn->m[BM_DIRECT], "direct", ret,
+			    ret == -ENOTSUP ? " (the daemon serves no slots, or refused them to us)"
+					    : "");
+	if (bn->m[BM_FILE].status == M_RUNNING &&
+	    (ret = bctl_open_flags(bn->o, &bn->ctx.b_file, BARRIERD_OPEN_NO_DIRECT)) != 0) {
+		bn->m[BM_FILE].status = M_UNAVAILABLE;
+		snprintf(bn->m[BM_FILE].why, sizeof(bn->m[BM_FILE].why),
+			 "cannot use %s without direct evidence: %s", path, bctl_open_error(ret));
 	}
 
 	query = (int)syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
@@ -224,7 +332,7 @@ static int prepare_methods(struct bench *bn)
 			continue;
 		}
 		ret = barrier_method_call(&bn->ctx, i);
-		if (ret && i >= BM_MEMBARRIER_GLOBAL) {
+		if (ret && !uses_file(i)) {
 			unavailable(&bn->m[i], barrier_method_names[i], ret, " (first call)");
 		} else if (ret) {
 			bn->m[i].status = M_FAILED;
@@ -246,6 +354,34 @@ static const char *row_note(const struct bench *bn, int m)
 	return bn->nspin ? "  (load spinners registered; not a global barrier for unregistered "
 			   "processes)"
 			 : "  (not a global barrier for unregistered processes)";
+}
+
+/*
+ * direct's credits: which CPUs the call credited from the slots (idle, own CPU), which it
+ * waited for (a stamp of theirs above the barrier's, or the daemon's published words).
+ * bench/run.sh reads these lines (section 13): keep their shape.
+ */
+static void print_credits(const struct credits *c)
+{
+	if (!c->calls)
+		return;
+	printf("direct credits per CPU (barrierd_set_credit_observer; each CPU counted once per "
+	       "call, by its first\ncredit; file: passed by the daemon's published words; alone: "
+	       "the only CPU not credited idle or own):\n");
+	printf("%8s %10s %10s %10s %10s %10s\n", "CPU", "idle", "own", "stamp", "file", "alone");
+	for (uint64_t cpu = 0; cpu < c->ncpu && cpu < 64; cpu++)
+		printf("%8llu %10llu %10llu %10llu %10llu %10llu\n", (unsigned long long)cpu,
+		       (unsigned long long)c->cpu[cpu][CR_IDLE],
+		       (unsigned long long)c->cpu[cpu][CR_OWN],
+		       (unsigned long long)c->cpu[cpu][CR_STAMP],
+		       (unsigned long long)c->cpu[cpu][CR_FILE],
+		       (unsigned long long)c->cpu[cpu][CR_ALONE]);
+	if (c->ncpu > 64)
+		printf("%8s (%llu more CPUs not shown)\n", "", (unsigned long long)(c->ncpu - 64));
+	printf("direct calls: %llu; every CPU idle or own: %llu; all but one CPU: %llu; more: "
+	       "%llu\n",
+	       (unsigned long long)c->calls, (unsigned long long)c->idle_own_only,
+	       (unsigned long long)c->one_left, (unsigned long long)c->more_left);
 }
 
 static void print_results(struct bench *bn, bool ipi_ok, uint64_t rounds_done)
@@ -309,6 +445,7 @@ static void print_results(struct bench *bn, bool ipi_ok, uint64_t rounds_done)
 	}
 	printf("IPIs per call: /proc/interrupts rows summed over every CPU, read just before and "
 	       "after each call\n(interrupts of other origin in that window count too).\n");
+	print_credits(&bn->cr);
 }
 
 static int write_csv(struct bench *bn, FILE *f)
@@ -344,6 +481,9 @@ static void bench_free(struct bench *bn)
 	}
 	proc_interrupts_close(&bn->irqs);
 	barrierd_close(bn->ctx.b);
+	barrierd_close(bn->ctx.b_file);
+	free(bn->cr.first);
+	free(bn->cr.cpu);
 }
 
 /* Pin the caller, take the first /proc/interrupts reading, start spinners and siblings. */
@@ -366,12 +506,18 @@ static int bench_setup(struct bench *bn, unsigned mask)
 	}
 
 	/*
-	 * The caller stays on the CPU it starts on, so that "every other CPU" (the siblings')
-	 * stays true for the whole run.
+	 * The caller stays on the CPU it starts on (or --cpu's), so that "every other CPU" (the
+	 * siblings') stays true for the whole run.  --cpu rather than taskset: a caller that
+	 * taskset confines to one CPU leaves the siblings no other CPU.
 	 */
 	if (sched_getaffinity(0, sizeof(bn->allowed), &bn->allowed))
 		CPU_ZERO(&bn->allowed);
-	bn->caller_cpu = sched_getcpu();
+	if (bn->o->cpu >= 0 && !CPU_ISSET(bn->o->cpu, &bn->allowed)) {
+		fprintf(stderr, "barrierctl: bench: --cpu %d: not a CPU this process may use\n",
+			bn->o->cpu);
+		return -EINVAL;
+	}
+	bn->caller_cpu = bn->o->cpu >= 0 ? bn->o->cpu : sched_getcpu();
 	if (bn->caller_cpu < 0 || !CPU_ISSET(bn->caller_cpu, &bn->allowed)) {
 		fprintf(stderr, "barrierctl: bench: cannot tell which CPU this runs on\n");
 		return -ENXIO;
@@ -449,6 +595,10 @@ static uint64_t bench_rounds(struct bench *bn, bool *ipi_ok)
 			gap_sleep(bn);
 			if (bctl_stop_signal)
 				break;
+			if (i == BM_DIRECT) {
+				memset(bn->cr.first, 0, bn->cr.ncpu);
+				bn->cr.on = true;
+			}
 			if (*ipi_ok)
 				*ipi_ok = proc_interrupts_sum(&bn->irqs, before) == 0;
 			t0 = bd_mono_ns();
@@ -456,6 +606,9 @@ static uint64_t bench_rounds(struct bench *bn, bool *ipi_ok)
 			t1 = bd_mono_ns();
 			if (*ipi_ok)
 				*ipi_ok = proc_interrupts_sum(&bn->irqs, after) == 0;
+			bn->cr.on = false;
+			if (i == BM_DIRECT && !ret)
+				credits_count(&bn->cr);
 			if (ret) {
 				m->status = M_FAILED;
 				snprintf(m->why, sizeof(m->why), "%s", strerror(-ret));
@@ -473,7 +626,7 @@ static uint64_t bench_rounds(struct bench *bn, bool *ipi_ok)
 
 int bctl_cmd_bench(const struct bctl_opts *o)
 {
-	unsigned mask = o->methods ? o->methods : (1u << BM_COUNT) - 1;
+	unsigned mask = o->methods ? o->methods : BM_DEFAULT_MASK;
 	struct bench bn = {.o = o, .irqs = {.fd = -1}};
 	bool ipi_ok = false, any = false, failed = false;
 	uint64_t rounds_done;

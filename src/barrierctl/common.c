@@ -48,16 +48,22 @@ const char *bctl_state_path(const struct bctl_opts *o)
 	return p;
 }
 
-int bctl_open(const struct bctl_opts *o, struct barrierd **b)
+int bctl_open_flags(const struct bctl_opts *o, struct barrierd **b, unsigned flags)
 {
 	struct barrierd_open_opts oo = {
 	    .sz = sizeof(oo),
 	    .trusted_uid_set = o->trusted_uid_set,
 	    .trusted_uid = o->trusted_uid,
 	    .fallback = BARRIERD_FALLBACK_NONE, /* a diagnostic must not hide a dead daemon */
+	    .flags = flags,
 	};
 
 	return barrierd_open_opts(b, o->state, &oo);
+}
+
+int bctl_open(const struct bctl_opts *o, struct barrierd **b)
+{
+	return bctl_open_flags(o, b, 0);
 }
 
 const char *bctl_open_error(int err)

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -47,13 +48,16 @@ static const char usage_text[] =
     "bench:\n"
     "  -n N                    calls per method (default 200)\n"
     "  -m, --method M          measure method M; repeat it or give a comma-separated\n"
-    "                          list (default: all): barrierd, vtime, membarrier-global,\n"
-    "                          private-expedited, mprotect, global-expedited\n"
+    "                          list (all: every one; default: all but direct and file):\n"
+    "                          barrierd, vtime, membarrier-global, private-expedited,\n"
+    "                          mprotect, global-expedited, direct, file\n"
     "      --load              run a nice-19 spinner process on every CPU during the run\n"
     "      --gap MS            sleep a random 0 to MS milliseconds before every call, so\n"
     "                          that no call follows another's IPIs or the tick phase of the\n"
     "                          previous call (0 to 10000; default 10; 0: back to back)\n"
     "      --csv FILE          write one row per call to FILE\n"
+    "      --cpu N             call from CPU N (default: the CPU it starts on); the\n"
+    "                          sibling threads still use every other allowed CPU\n"
     "\n"
     "Exit status:\n"
     "  0    success; for status and watch, healthy\n"
@@ -139,6 +143,7 @@ enum opt_id {
 	OPT_LOAD,
 	OPT_CSV,
 	OPT_GAP,
+	OPT_CPU,
 };
 
 #define C(x) (1u << CMD_##x)
@@ -153,7 +158,7 @@ static const struct {
     {OPT_VERSION, ALL_CMDS},  {OPT_JSON, C(STATUS)},	   {OPT_LAG, C(STATUS) | C(WATCH)},
     {OPT_INTERVAL, C(WATCH)}, {OPT_COUNT, C(WATCH)},	   {OPT_TIMEOUT, C(WAIT)},
     {OPT_N, C(BENCH)},	      {OPT_METHOD, C(BENCH)},	   {OPT_LOAD, C(BENCH)},
-    {OPT_CSV, C(BENCH)},      {OPT_GAP, C(BENCH)},
+    {OPT_CSV, C(BENCH)},      {OPT_GAP, C(BENCH)},	   {OPT_CPU, C(BENCH)},
 };
 
 static int opt_allowed(int id, enum cmd cmd)
@@ -187,6 +192,7 @@ static int parse_opts(enum cmd cmd, int argc, char **argv, struct bctl_opts *o, 
 	    {"load", no_argument, NULL, OPT_LOAD},
 	    {"csv", required_argument, NULL, OPT_CSV},
 	    {"gap", required_argument, NULL, OPT_GAP},
+	    {"cpu", required_argument, NULL, OPT_CPU},
 	    {0},
 	};
 	uint64_t v;
@@ -198,6 +204,7 @@ static int parse_opts(enum cmd cmd, int argc, char **argv, struct bctl_opts *o, 
 	o->interval_ns = 1000 * BCTL_MS;
 	o->rounds = 200;
 	o->gap_ns = 10 * BCTL_MS;
+	o->cpu = -1;
 
 	optind = 0; /* glibc: a full reset of getopt's state */
 	opterr = 0;
@@ -297,7 +304,7 @@ static int parse_opts(enum cmd cmd, int argc, char **argv, struct bctl_opts *o, 
 				snprintf(err, errlen,
 					 "%s: unknown method '%s' (barrierd, vtime, "
 					 "membarrier-global, private-expedited, mprotect, "
-					 "global-expedited, all)",
+					 "global-expedited, direct, file, all)",
 					 cmd_names[cmd], optarg);
 				return -EINVAL;
 			}
@@ -310,6 +317,12 @@ static int parse_opts(enum cmd cmd, int argc, char **argv, struct bctl_opts *o, 
 				      err, errlen))
 				return -EINVAL;
 			o->gap_ns = v * BCTL_MS;
+			break;
+		case OPT_CPU:
+			if (parse_num(cmd_names[cmd], "--cpu", "a CPU number", optarg, 0,
+				      CPU_SETSIZE - 1, &v, err, errlen))
+				return -EINVAL;
+			o->cpu = (int)v;
 			break;
 		case OPT_CSV:
 			if (!*optarg) {

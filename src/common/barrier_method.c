@@ -16,6 +16,8 @@ const char *const barrier_method_names[BM_COUNT] = {
     [BM_PRIVATE_EXPEDITED] = "private-expedited",
     [BM_MPROTECT] = "mprotect",
     [BM_GLOBAL_EXPEDITED] = "global-expedited",
+    [BM_DIRECT] = "direct",
+    [BM_FILE] = "file",
 };
 
 int barrier_method_lookup(const char *name, size_t len)
@@ -59,7 +61,10 @@ int barrier_method_call(const struct barrier_method_ctx *c, enum barrier_method 
 {
 	switch (m) {
 	case BM_BARRIERD:
+	case BM_DIRECT:
 		return barrierd_barrier(c->b, BARRIER_METHOD_TIMEOUT_NS);
+	case BM_FILE:
+		return barrierd_barrier(c->b_file, BARRIER_METHOD_TIMEOUT_NS);
 	case BM_VTIME:
 		return barrierd_wait_vtime(c->b, barrierd_stamp_vtime(c->b),
 					   BARRIER_METHOD_TIMEOUT_NS);

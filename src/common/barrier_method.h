@@ -2,7 +2,9 @@
 /*
  * The barrier methods that `barrierctl bench` and bench/bench_ipi measure against each other,
  * and the one switch that calls each: barrierd (libbarrierd's barrierd_barrier), its vtime
- * form, the membarrier commands, and the mprotect trick (a TLB shootdown of one page).
+ * form, the membarrier commands, the mprotect trick (a TLB shootdown of one page), and
+ * barrierd_barrier() on a handle that credits CPUs from the slots (direct) beside one opened
+ * with BARRIERD_OPEN_NO_DIRECT (file), for issue 17's side-by-side comparison.
  *
  * barrier_method.c calls libbarrierd: a program that calls barrier_method_call() links
  * barrierd_lib as well (the daemon, which never does, does not pull the object in).
@@ -23,8 +25,16 @@ enum barrier_method {
 	BM_PRIVATE_EXPEDITED,
 	BM_MPROTECT,
 	BM_GLOBAL_EXPEDITED,
+	BM_DIRECT, /* barrierd_barrier(), only while the handle credits from the slots */
+	BM_FILE,   /* barrierd_barrier() on a handle opened with BARRIERD_OPEN_NO_DIRECT */
 	BM_COUNT,
 };
+
+/*
+ * What `barrierctl bench` runs without -m: every method but direct and file, which measure
+ * what barrierd already measures (with slots, or as before ABI 1.3) and are asked for by name.
+ */
+#define BM_DEFAULT_MASK ((1u << BM_DIRECT) - 1)
 
 /* The names on the command lines and in the CSV files: "barrierd", "membarrier-global", ... */
 extern const char *const barrier_method_names[BM_COUNT];
@@ -35,9 +45,13 @@ int barrier_method_lookup(const char *name, size_t len);
 /* A barrierd call that takes longer than this failed. */
 #define BARRIER_METHOD_TIMEOUT_NS (5 * 1000000000LL)
 
-/* What the calls need: the state file for barrierd and vtime, the page for mprotect. */
+/*
+ * What the calls need: the state file for barrierd, vtime and direct, a second handle of it
+ * without direct evidence for file, the page for mprotect.
+ */
 struct barrier_method_ctx {
 	struct barrierd *b;
+	struct barrierd *b_file; /* opened with BARRIERD_OPEN_NO_DIRECT */
 	volatile unsigned char *page;
 	size_t page_size;
 };

@@ -126,6 +126,10 @@ static void usage_errors(void **state)
 	    {"bench", "--csv", NULL},
 	    {"bench", "--gap", "10001", NULL},
 	    {"bench", "--gap", "-1", NULL},
+	    {"bench", "--cpu", "-1", NULL},
+	    {"bench", "--cpu", "one", NULL},
+	    {"bench", "--cpu", NULL},
+	    {"status", "--cpu", "0", NULL},
 	    {"help", "status", NULL},
 	};
 
@@ -231,7 +235,7 @@ static void help_agrees_with_man_page(void **state)
 	    "        if not re.search(r'(?<![\\w])' + k + r'(?![\\w])', text):\n"
 	    "            bad.append('JSON field %s missing from %s' % (k, name))\n"
 	    "for m in ('barrierd', 'vtime', 'membarrier-global', 'private-expedited',\n"
-	    "          'mprotect', 'global-expedited'):\n"
+	    "          'mprotect', 'global-expedited', 'direct', 'file'):\n"
 	    "    if m not in help or m not in man: bad.append('method ' + m)\n"
 	    "print('\\n'.join(bad), file=sys.stderr)\n"
 	    "sys.exit(1 if bad else 0)\n";
@@ -746,7 +750,7 @@ static void wait_not_running(void **state)
 
 static void bench_without_daemon(void **state)
 {
-	char csv[PATH_MAX], *text = NULL;
+	char csv[PATH_MAX], *text = NULL, cpu[16], want[64];
 	struct cli_result r;
 	size_t cap = 0;
 	FILE *f;
@@ -770,6 +774,20 @@ static void bench_without_daemon(void **state)
 	assert_null(strstr(r.out, "\nbarrierd "));
 	assert_null(strstr(r.out, "\nvtime "));
 	assert_non_null(strstr(r.out, "CAL/call  RES/call  IWI/call  TLB/call"));
+	cli_result_free(&r);
+
+	/* --cpu: the caller on that CPU, or a clear failure for a CPU it may not use. */
+	snprintf(cpu, sizeof(cpu), "%d", sched_getcpu());
+	bctl(&r, "bench", "-n", "1", "--gap", "0", "--method", "membarrier-global", "--cpu", cpu,
+	     NULL);
+	expect_code(&r, 0);
+	snprintf(want, sizeof(want), "caller on CPU %s,", cpu);
+	assert_non_null(strstr(r.out, want));
+	cli_result_free(&r);
+	/* CPU_SETSIZE - 1: accepted by the parser, allowed on no machine this runs on. */
+	bctl(&r, "bench", "-n", "1", "--method", "membarrier-global", "--cpu", "1023", NULL);
+	expect_code(&r, 1);
+	assert_non_null(strstr(r.err, "not a CPU this process may use"));
 	cli_result_free(&r);
 
 	f = fopen(csv, "r");
@@ -804,10 +822,12 @@ static void bench_state_problems(void **state)
 
 	(void)state;
 	snprintf(missing, sizeof(missing), "%s/missing", S.dir);
-	bctl(&r, "bench", "-n", "2", "--state", missing, "--method", "barrierd", "--method",
-	     "global-expedited", NULL);
+	bctl(&r, "bench", "-n", "2", "--state", missing, "--method", "barrierd,direct,file",
+	     "--method", "global-expedited", NULL);
 	expect_code(&r, 4);
 	assert_non_null(strstr(r.out, "barrierd           unavailable: cannot use"));
+	assert_non_null(strstr(r.out, "direct             unavailable: cannot use"));
+	assert_non_null(strstr(r.out, "file               unavailable: cannot use"));
 	assert_non_null(strstr(r.out, "global-expedited"));
 	cli_result_free(&r);
 

@@ -145,6 +145,22 @@ static void bench_live(void **state)
 	cli_result_free(&r);
 }
 
+/* direct and file: the same barrier with and without the slots, and direct's credit table. */
+static void bench_direct_file(void **state)
+{
+	struct cli_result r;
+
+	(void)state;
+	bctl(&r, "bench", "--state", H.state, "-n", "20", "--gap", "1", "--method", "direct,file",
+	     NULL);
+	expect_code(&r, 0);
+	printf("%s", r.out);
+	assert_non_null(strstr(r.out, "\ndirect                  20 "));
+	assert_non_null(strstr(r.out, "\nfile                    20 "));
+	assert_non_null(strstr(r.out, "\ndirect calls: 20; every CPU idle or own: "));
+	cli_result_free(&r);
+}
+
 /* Must run last: it stops the daemon, which leaves a valid, stopped file. */
 static void after_stop(void **state)
 {
@@ -164,9 +180,9 @@ static void after_stop(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(status_live), cmocka_unit_test(wait_live),
-	    cmocka_unit_test(watch_live),  cmocka_unit_test(bench_live),
-	    cmocka_unit_test(after_stop),
+	    cmocka_unit_test(status_live),	 cmocka_unit_test(wait_live),
+	    cmocka_unit_test(watch_live),	 cmocka_unit_test(bench_live),
+	    cmocka_unit_test(bench_direct_file), cmocka_unit_test(after_stop),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
