@@ -145,8 +145,11 @@ int bd_direct_passed(const struct barrierd *b, uint64_t T, const unsigned long *
 	 * A stamp the file already passed costs its few loads only: the global word first (the
 	 * fresh stamp of barrierd_barrier(), which asks for clock_only, never has that).
 	 */
-	if (!clock_only && !set && bd_trusted(b, &b->hdr->last_interrupt_ns, 0) > T)
+	if (!clock_only && !set && bd_trusted(b, &b->hdr->last_interrupt_ns, 0) > T) {
+		if (left_out)
+			memset(left_out, 0, words * sizeof(long)); /* nothing is left */
 		return 1;
+	}
 	/*
 	 * CPUs the file already shows past T are not loaded from the slots: a slot's line is
 	 * written by its CPU at every event, the file's per-CPU words only at passes.  They are
