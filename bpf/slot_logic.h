@@ -74,9 +74,12 @@ static __always_inline void stamp_slot(struct barrierd_slot *slot, __u32 cpu, in
 	slot->events++;
 
 	__u64 wm = *(volatile __u64 *)&watermark;
-	if (wm != 0 && prev_sig <= wm && !daemon &&
-	    !(*(volatile __u64 *)&quiet_cpu == (__u64)cpu + 1 &&
-	      wm <= *(volatile __u64 *)&quiet_upto)) {
+	/* The bound before the CPU: the daemon stores them the other way round (publisher_quiet).
+	 */
+	__u64 qupto = *(volatile __u64 *)&quiet_upto;
+	__u64 qcpu = *(volatile __u64 *)&quiet_cpu;
+
+	if (wm != 0 && prev_sig <= wm && !daemon && !(qcpu == (__u64)cpu + 1 && wm <= qupto)) {
 		slot->signals++;
 		bpf_ringbuf_output(&signal_rb, &cpu, sizeof(cpu), BPF_RB_FORCE_WAKEUP);
 	}

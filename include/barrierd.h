@@ -20,8 +20,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <barrierd_slot.h>
-
 #ifdef __cplusplus
 extern "C" {
 #endif

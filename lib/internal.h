@@ -4,6 +4,7 @@
 #define BARRIERD_LIB_INTERNAL_H
 
 #include <barrierd.h>
+#include <barrierd_slot.h>
 #include <stdint.h>
 
 /* The shared-word loads, the fences and the clock (src/common, never installed). */
@@ -26,7 +27,8 @@ struct bd_direct {
 	size_t len;
 	uint64_t generation; /* the file's generation of the daemon that sent them */
 	unsigned fork_gen;   /* bd_fork_gen when fetched: a forked child fetches its own */
-	unsigned nfds;	     /* the map's descriptor, then every link's: held until close */
+	uint64_t ids[1 + BARRIERD_SLOTS_MAX_LINKS]; /* each descriptor's map_id or link_id */
+	unsigned nfds; /* the map's descriptor, then every link's: held until close */
 	int fds[1 + BARRIERD_SLOTS_MAX_LINKS];
 };
 
@@ -73,8 +75,9 @@ struct barrierd {
 	const struct bd_direct *direct; /* __atomic: the newest set, or NULL (release/acquire) */
 	struct bd_direct *direct_sets[BD_DIRECT_MAX_SETS]; /* every set fetched: freed at close */
 	unsigned direct_nsets;
-	int direct_busy;	 /* __atomic: one fetch at a time (a trylock) */
+	int direct_busy;	 /* __atomic: one fetch at a time (a trylock, fork-tagged) */
 	uint64_t direct_next_ns; /* __atomic: no fetch before this raw clock time */
+	uint64_t direct_backoff; /* ns to wait after the next failed fetch (doubling) */
 	bool no_direct;		 /* BARRIERD_OPEN_NO_DIRECT */
 	barrierd_credit_fn observer;
 	void *observer_arg;
@@ -246,11 +249,12 @@ int bd_direct_passed(const struct barrierd *b, uint64_t T, const unsigned long *
 
 /*
  * Ask the daemon for its slots (lib/slots_fetch.c) when the file offers them and the handle
- * has none of this daemon's: at most one attempt per 100 ms per handle and
- * BD_DIRECT_MAX_SETS sets in all, never blocking another thread (a trylock).  Silent: any
- * failure leaves the handle on the file alone.
+ * has none of this daemon's (or of this process: after a fork): at most one attempt per
+ * 100 ms per handle, backing off to 10 s while attempts fail, BD_DIRECT_MAX_SETS sets in all,
+ * never blocking another thread (a trylock), and not with less than twice the reply timeout
+ * of budget_ns left (< 0: no limit).  Silent: any failure leaves the handle on the file alone.
  */
-void bd_direct_refresh(struct barrierd *b);
+void bd_direct_refresh(struct barrierd *b, int64_t budget_ns);
 
 /* Unmap and close every set (barrierd_close). */
 void bd_direct_free(struct barrierd *b);

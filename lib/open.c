@@ -249,7 +249,7 @@ BDLIB_EXPORT int barrierd_open_opts(struct barrierd **out, const char *path,
 	if (ret)
 		goto fail;
 	/* The slots, if the daemon offers them: any failure leaves the file alone in use. */
-	bd_direct_refresh(b);
+	bd_direct_refresh(b, -1);
 	*out = b;
 	return 0;
 fail:

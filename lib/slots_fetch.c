@@ -26,8 +26,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define FETCH_TIMEOUT_US 200000		  /* the daemon replies at once, unless flooded */
-#define FETCH_RETRY_NS (100 * 1000000ULL) /* between two attempts of one handle */
+#define FETCH_TIMEOUT_US 50000 /* the daemon replies at once, unless flooded */
+/* Between two attempts of one handle: 100 ms after a success, doubling after failures. */
+#define FETCH_RETRY_NS (100 * 1000000ULL)
+#define FETCH_RETRY_MAX_NS (10 * 1000000000ULL)
 
 /* The value of "key:\t..." in /proc/self/fdinfo/fd, or -1; lines are short. */
 static int fdinfo(int fd, char *buf, size_t len)
@@ -58,6 +60,29 @@ static bool has_line(const char *text, const char *key, const char *value)
 		if (p == text || p[-1] == '\n')
 			return n < sizeof(want);
 	return false;
+}
+
+/* The number after "key:\t" in fdinfo text, or 0. */
+static uint64_t fdinfo_u64(const char *text, const char *key)
+{
+	char want[64];
+	const char *p;
+
+	snprintf(want, sizeof(want), "\n%s:\t", key);
+	p = strstr(text, want);
+	return p ? strtoull(p + strlen(want), NULL, 10) : 0;
+}
+
+/* The kernel's id of the object behind fd (a map's or a link's), or 0. */
+static uint64_t object_id(int fd)
+{
+	char text[1024];
+	uint64_t id;
+
+	if (fdinfo(fd, text, sizeof(text)))
+		return 0;
+	id = fdinfo_u64(text, "map_id");
+	return id ? id : fdinfo_u64(text, "link_id");
 }
 
 static int check_map(int fd, uint64_t ncpu)
@@ -225,19 +250,26 @@ static int fetch(const struct barrierd *b, struct bd_direct **out)
 	}
 	d->generation = m.generation;
 	d->fork_gen = __atomic_load_n(&bd_fork_gen, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < d->nfds; i++)
+		d->ids[i] = object_id(d->fds[i]);
 	*out = d;
 	return 0;
 }
 
-void bd_direct_refresh(struct barrierd *b)
+void bd_direct_refresh(struct barrierd *b, int64_t budget_ns)
 {
 	const struct barrierd_header *h = bd_hdr(b);
 	const struct bd_direct *cur;
 	struct bd_direct *d;
-	uint64_t now, flags;
-	int expected = 0;
+	uint64_t now, flags, backoff;
+	/* Nonzero, and different in every forked child (as bd_ext_refresh's lock). */
+	int mine = (int)((__atomic_load_n(&bd_fork_gen, __ATOMIC_ACQUIRE) << 1) | 1);
+	int expected = 0, ret;
 
 	if (b->no_direct || !h)
+		return;
+	/* A wait with less time left than a fetch may take does not spend it on one. */
+	if (budget_ns >= 0 && budget_ns < 2 * FETCH_TIMEOUT_US * 1000LL)
 		return;
 	flags = bd_load(&h->flags);
 	if (!(flags & BARRIERD_FEAT_DIRECT) || !(flags & BARRIERD_FLAG_RUNNING) ||
@@ -250,29 +282,66 @@ void bd_direct_refresh(struct barrierd *b)
 	now = bd_clock_raw();
 	if (now < __atomic_load_n(&b->direct_next_ns, __ATOMIC_RELAXED))
 		return;
-	if (!__atomic_compare_exchange_n(&b->direct_busy, &expected, 1, false, __ATOMIC_ACQUIRE,
-					 __ATOMIC_RELAXED))
+	/*
+	 * One thread at a time, and nobody waits for it.  The lock holds the holder's fork
+	 * generation: a child forked while a thread of the parent fetched takes it over.
+	 */
+	if (!__atomic_compare_exchange_n(&b->direct_busy, &expected, mine, false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED) &&
+	    (expected == mine ||
+	     !__atomic_compare_exchange_n(&b->direct_busy, &expected, mine, false, __ATOMIC_ACQUIRE,
+					  __ATOMIC_RELAXED)))
 		return;
-	__atomic_store_n(&b->direct_next_ns, now + FETCH_RETRY_NS, __ATOMIC_RELAXED);
-	if (b->direct_nsets < BD_DIRECT_MAX_SETS && fetch(b, &d) == 0) {
+	if (b->direct_nsets >= BD_DIRECT_MAX_SETS) {
+		__atomic_store_n(&b->direct_next_ns, UINT64_MAX, __ATOMIC_RELAXED);
+		goto out;
+	}
+	ret = fetch(b, &d);
+	if (ret == 0) {
 		b->direct_sets[b->direct_nsets++] = d;
+		b->direct_backoff = 0;
 		/* Release: a reader that loads the pointer sees the mapping and generation. */
 		__atomic_store_n(&b->direct, d, __ATOMIC_RELEASE);
+		backoff = FETCH_RETRY_NS;
+	} else {
+		/*
+		 * A socket we may not use (its mode), a daemon that refuses, a flood: ask again
+		 * later and later, so that a handle that cannot have the slots costs its waits
+		 * nothing; a new daemon (a new generation) gets asked sooner (the set is stale
+		 * then, and the backoff is its own).
+		 */
+		backoff = b->direct_backoff ? b->direct_backoff * 2 : FETCH_RETRY_NS;
+		if (backoff > FETCH_RETRY_MAX_NS)
+			backoff = FETCH_RETRY_MAX_NS;
+		b->direct_backoff = backoff;
 	}
+	__atomic_store_n(&b->direct_next_ns, bd_clock_raw() + backoff, __ATOMIC_RELAXED);
+out:
 	__atomic_store_n(&b->direct_busy, 0, __ATOMIC_RELEASE);
+}
+
+/* Close fd only if it still holds the object we received there (id from its fdinfo). */
+static void close_if_ours(int fd, uint64_t id)
+{
+	if (id != 0 && object_id(fd) == id)
+		close(fd);
 }
 
 void bd_direct_free(struct barrierd *b)
 {
 	/*
 	 * The mapping first, the links last: no load of these slots happens after the links
-	 * that keep them live are gone (barrierd_close() is not concurrent with any call).
+	 * that keep them live are gone (barrierd_close() is not concurrent with any call).  A
+	 * number is closed only while it still holds what we received there: a forked child
+	 * that closed its inherited descriptors may have had the numbers reused since (by its
+	 * own set, or by anything of the application's).
 	 */
 	for (unsigned i = 0; i < b->direct_nsets; i++) {
 		struct bd_direct *d = b->direct_sets[i];
 
 		munmap((void *)d->slots, d->len);
-		close_fds(d->fds, d->nfds);
+		for (unsigned j = 0; j < d->nfds; j++)
+			close_if_ours(d->fds[j], d->ids[j]);
 		free(d);
 	}
 	b->direct_nsets = 0;

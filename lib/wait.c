@@ -136,22 +136,19 @@ static enum ring_decision need_ring(const struct barrierd *b, const struct targe
 				    uint64_t flags)
 {
 	const struct barrierd_ext *x = bd_ext(b);
-	unsigned long left[BD_CPU_WORDS];
-	bool lagging = false, direct;
+	bool lagging = false;
 
 	if (!x || !(flags & BARRIERD_FEAT_DOORBELL))
 		return NO_RING;
 	/* Disarmed, before ABI 1.1: no CPU signals the daemon until someone rings. */
 	if (!(flags & (BARRIERD_FLAG_ARMED | BARRIERD_FEAT_HORIZON)))
 		return RING;
-	/* CPUs the slots credit need nothing from the daemon: only the others count. */
-	direct =
-	    t->kind != T_VTIME && bd_direct_passed(b, t->value, t->kind == T_CPUS ? t->set : NULL,
-						   t->nbits, left, NULL) >= 0;
+	/*
+	 * CPUs the slots credit count here too: the sleep below watches the file's words, which
+	 * move only once the daemon publishes every CPU, idle ones included.
+	 */
 	for (uint64_t c = 0; c < b->ncpu; c++) {
 		if (!in_set(t, c) || bd_load(cpu_word(b, t, c)) > t->value)
-			continue;
-		if (direct && !bd_in_set(left, b->ncpu, c))
 			continue;
 		if (bd_load(&x->cpu[c].state) != BARRIERD_CPU_BUSY)
 			return RING;
@@ -481,10 +478,6 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 			return -ETIMEDOUT;
 		if (!bd_ext(b))
 			bd_ext_refresh(b);
-		/* No slots of this daemon yet (a restart, a late start): ask, at most every 100 ms.
-		 */
-		if (t->kind != T_VTIME)
-			bd_direct_refresh(b);
 		/*
 		 * The flags, once, before the decision: the decision is taken on this value and,
 		 * when it rested on ARMED, the sleep watches its low half, so a change after this
@@ -505,6 +498,13 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 		ret = ns_check(b, t, &ns_checked);
 		if (ret)
 			return ret;
+		/*
+		 * No slots of this daemon yet (a restart, a late start, a fork): ask, after the
+		 * ring (the daemon works on it meanwhile), at most every 100 ms, backing off.
+		 */
+		if (t->kind != T_VTIME)
+			bd_direct_refresh(
+			    b, deadline == UINT64_MAX ? -1 : (int64_t)(deadline - host_now(b)));
 		if (passed(b, t))
 			return 0;
 		end = deadline < fb_deadline ? deadline : fb_deadline;

@@ -542,12 +542,18 @@ void publisher_quiet(struct publisher *p, int here)
 	if (here < 0 || (uint64_t)here >= p->ncpu || !p->bss_quiet_cpu)
 		return;
 	/*
-	 * .bss, not the slot: the slots are frozen.  Relaxed stores, racing with the programs:
-	 * the signal decision is a heuristic for waking us, never evidence (DESIGN 4.1); a CPU
+	 * .bss, not the slot: the slots are frozen.  Racing with the programs: the signal
+	 * decision is a heuristic for waking us, never evidence (DESIGN 4.1); a CPU
 	 * quieted earlier and replaced here may signal once more, nothing else.
 	 */
-	__atomic_store_n(p->bss_quiet_upto, p->horizon, __ATOMIC_RELAXED);
-	__atomic_store_n(p->bss_quiet_cpu, (uint64_t)here + 1, __ATOMIC_RELAXED);
+	/*
+	 * No CPU, the bound, then the CPU (ordered stores); the program loads the CPU after the
+	 * bound: a program that sees an old CPU saw the old bound too, so a CPU quieted before
+	 * is never kept quiet up to this new horizon.
+	 */
+	__atomic_store_n(p->bss_quiet_cpu, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(p->bss_quiet_upto, p->horizon, __ATOMIC_RELEASE);
+	__atomic_store_n(p->bss_quiet_cpu, (uint64_t)here + 1, __ATOMIC_RELEASE);
 }
 
 bool publisher_owed(const struct publisher *p, int here, uint64_t now, uint64_t silent_ns)

@@ -84,11 +84,14 @@ static void *server_main(void *arg)
 		uint64_t now;
 
 		if (c < 0) {
-			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-			    errno == ENOMEM)
+			if (errno == EINVAL)
+				break; /* shut down by slot_server_stop() */
+			/*
+			 * Anything else is transient (no descriptors or memory left, a client
+			 * gone): keep serving, 10 ms later, so a persistent error costs no CPU.
+			 */
+			if (errno != EINTR && errno != ECONNABORTED)
 				sleep_until(bd_mono_ns() + 10000000ULL);
-			else if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN)
-				break; /* EINVAL: shut down by slot_server_stop() */
 			continue;
 		}
 		/*

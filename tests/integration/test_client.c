@@ -83,8 +83,8 @@ static void time_namespace_client(void **state)
 			clock_gettime(CLOCK_MONOTONIC, &raw);
 			/*
 			 * The file alone: round 2 checks the stamp against published values, which
-			 * an unconverted stamp would pass; the slots would pass a fresh stamp by idle
-			 * and own-CPU credit, rightly (the audit's timens phase covers those).
+			 * an unconverted stamp would pass; the slots would pass a fresh stamp by
+			 * idle and own-CPU credit, rightly (the audit's timens phase covers those).
 			 */
 			if (test_open_file_only(&b, H.state, NULL))
 				_exit(12);
