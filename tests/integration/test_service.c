@@ -91,7 +91,7 @@ static void check_sandboxed(pid_t pid)
 		threads++;
 	}
 	closedir(d);
-	assert_true(threads >= 2); /* main and doorbell */
+	assert_true(threads >= 3); /* main, doorbell and slot server */
 }
 
 static void readiness_watchdog_sandbox(void **state)
@@ -122,6 +122,8 @@ static void readiness_watchdog_sandbox(void **state)
 	const struct barrierd_header *m = barrierd_mapping(b, &sz);
 	assert_true(m->flags & BARRIERD_FLAG_RUNNING);
 	assert_int_equal(m->daemon_pid, (uint64_t)H.pid);
+	/* The slot server's thread runs (it served this handle): it is checked with the rest. */
+	assert_true(barrierd_direct(b));
 	check_sandboxed(H.pid);
 	/*
 	 * The main thread stores the heartbeat: at SCHED_FIFO, so that a machine full of runnable

@@ -49,6 +49,42 @@ static void defaults(void **state)
 	assert_int_equal(o.max_credit_rate, 1000); /* the flood bound docs/DESIGN.md states */
 	assert_int_equal(o.nudge_after_ns, 10000000);
 	assert_int_equal(o.max_nudge_rate, 200); /* the nudge bound docs/DESIGN.md states */
+	assert_int_equal(o.slot_socket_mode, 0666);
+}
+
+/* --slot-socket-mode: an octal mode from 0 to 0777, or 'off' (-1); anything else is refused. */
+static void slot_socket_mode(void **state)
+{
+	static const struct {
+		const char *arg;
+		int mode;
+	} good[] = {{"0600", 0600}, {"600", 0600}, {"0", 0},	   {"0777", 0777},
+		    {"0666", 0666}, {"off", -1},   {"00640", 0640}};
+	static const char *const bad[] = {
+	    "9",  "8",	   "abc", "01000", "1000",  "",	     "-1",
+	    "-0", "0x1ff", "OFF", "off2",  "0600x", "0o600", "99999999999999999999999"};
+	struct barrierd_options o;
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		assert_int_equal(
+		    parse(&o, err, sizeof(err), "--slot-socket-mode", good[i].arg, NULL),
+		    OPTIONS_RUN);
+		assert_int_equal(o.slot_socket_mode, good[i].mode);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(parse(&o, err, sizeof(err), "--slot-socket-mode", bad[i], NULL),
+				 -EINVAL);
+		assert_non_null(strstr(err, "--slot-socket-mode"));
+		assert_non_null(strstr(err, bad[i]));
+		assert_null(strchr(err, '\n'));
+	}
+	assert_int_equal(parse(&o, err, sizeof(err), "--slot-socket-mode", "0600\n<0>", NULL),
+			 -EINVAL);
+	assert_null(strchr(err, '\n'));
+	assert_int_equal(parse(&o, err, sizeof(err), "--slot-socket-mode", NULL), -EINVAL);
+	assert_non_null(strstr(err, "needs an argument"));
 }
 
 /* --nudge-after: milliseconds to the nanosecond, 0 (off) included; no sign, no exponent. */
@@ -210,6 +246,7 @@ int main(void)
 	    cmocka_unit_test(original_command_line),
 	    cmocka_unit_test(bad_input),
 	    cmocka_unit_test(nudge_after),
+	    cmocka_unit_test(slot_socket_mode),
 	    cmocka_unit_test(help_and_version),
 	    cmocka_unit_test(unknown_short_option_in_cluster),
 	    cmocka_unit_test(reason_is_one_line),
