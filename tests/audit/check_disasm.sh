@@ -3,22 +3,27 @@
 #
 # Machine-code checks for orderings whose windows are nanoseconds wide, which no black-box test can
 # see (tests/audit/README.md, section 3).  They read what the compiler emitted, so an "optimisation"
-# of a fence or a locked instruction cannot slip through.
+# of a fence cannot slip through.
 #
 #   check_disasm.sh stamp  LIBBARRIERD   rule 5: barrierd_stamp_ns executes MFENCE then LFENCE
 #                                        before its clock call; barrierd_stamp_vtime executes
 #                                        MFENCE before its loads
 #   check_disasm.sh daemon BARRIERD      rules 2 and 3: credit_snapshot (src/daemon/credit.c)
-#                                        reads the idle words with a locked instruction, and its
-#                                        credit sequence is a clock call, LFENCE, MFENCE in
-#                                        straight-line code
+#                                        executes a clock call, LFENCE, MFENCE in straight-line
+#                                        code, so before the online mask's read and the idle
+#                                        words' loads (plain loads: the slots are frozen)
+#   check_disasm.sh direct LIBBARRIERD   rule 11: bd_direct_credit (lib/direct.c, a hidden
+#                                        symbol, found in the library's symbol table) executes
+#                                        LFENCE after its clock call before any branch, call
+#                                        (sched_getcpu) or load other than of its own stack, so
+#                                        before the CPU read and the slot loads
 #
 # Exit status: 0 the code has the ordering, 1 it does not (a finding), 2 the check could not run.
 
 mode=$1
 file=$2
 if [ -z "$mode" ] || [ ! -r "$file" ]; then
-	echo "usage: $0 stamp|daemon FILE" >&2
+	echo "usage: $0 stamp|daemon|direct FILE" >&2
 	exit 2
 fi
 command -v objdump >/dev/null 2>&1 || { echo "objdump not found" >&2; exit 2; }
@@ -74,18 +79,10 @@ daemon)
 	fn=credit_snapshot
 	b=$(body $fn)
 	[ -n "$b" ] || { echo "$fn not found in $file" >&2; exit 2; }
-	# A locked read-modify-write: the idle words' RMW (rule 2).  A seq_cst load is a plain MOV.
-	n=$(printf '%s\n' "$b" | grep -c -E '^(lock |xchg +%[a-z0-9]+,[^,]*\()')
-	if [ "$n" -gt 0 ]; then
-		echo "$fn: $n locked instruction(s):"
-		printf '%s\n' "$b" | grep -E '^(lock |xchg +%[a-z0-9]+,[^,]*\()' | sed 's/^/    /'
-	else
-		echo "FAIL $fn: no locked instruction: the idle word is not read with a" \
-			"locked RMW (rule 2)"
-		fail=1
-	fi
 	# The credit sequence: the clock, LFENCE, MFENCE, with no branch or call in between, so
-	# that nothing after it (the online mask's read, the RMWs) can come before the fences.
+	# that nothing after it (the online mask's read, the idle words' loads) can come before the
+	# fences.  The slots are frozen and mapped read-only: the idle words are read with plain
+	# loads, and this MFENCE is the only drain of our store of v before them (rules 2, 3).
 	r=$(printf '%s\n' "$b" | awk '
 		/^call.*<(clock_gettime[^>]*|bd_mono_ns)>/ { w = 1; l = 0; seq = "    " $0; next }
 		w { seq = seq "\n    " $0 }
@@ -100,7 +97,46 @@ daemon)
 		;;
 	*)
 		echo "FAIL $fn: no clock read followed by LFENCE then MFENCE before the" \
-			"next branch (rule 3's drain)"
+			"next branch (the drain of rules 2 and 3)"
+		fail=1
+		;;
+	esac
+	;;
+direct)
+	fn=bd_direct_credit
+	b=$(body $fn)
+	[ -n "$b" ] || {
+		echo "$fn not found in $file (a hidden symbol: is the file stripped?)" >&2
+		exit 2
+	}
+	# From the clock call on, straight-line code up to an LFENCE: no branch, call or ret,
+	# and no load but from our own stack (a spill), before it.  The CPU read (sched_getcpu)
+	# and the slot loads all come after a branch (r > T, the loop), so after the LFENCE.
+	r=$(printf '%s\n' "$b" | awk '
+		/^call.*<(bd_clock_raw|clock_gettime[^>]*|__vdso_clock_gettime)>/ {
+			w = 1; seq = "    " $0; next
+		}
+		!w { next }
+		{ seq = seq "\n    " $0 }
+		/^lfence/ { v = "ok"; exit }
+		/^(j[a-z]+|call|ret)/ { v = "a branch or call"; exit }
+		# a memory operand, not our stack, not an address computation, not a plain store
+		/\(/ && !/\(%rsp\)/ && !/^(lea|nop)/ && !/^mov[a-z]* +[^(,]*,/ { v = "a load"; exit }
+		END {
+			if (!w) { print "noclock"; exit }
+			print (v ? v : "the end of the function"); print seq
+		}')
+	case $r in
+	noclock) echo "$fn: no clock call found" >&2; exit 2 ;;
+	ok*)
+		echo "$fn: clock read, then LFENCE before any branch, call or load (rule 11):"
+		printf '%s\n' "$r" | sed 1d
+		;;
+	*)
+		echo "FAIL $fn: after the clock read, $(printf '%s\n' "$r" | sed 1q) comes" \
+			"before any LFENCE: the CPU read or a slot load may be performed before the clock read" \
+			"(rule 11)"
+		printf '%s\n' "$r" | sed 1d
 		fail=1
 		;;
 	esac

@@ -108,9 +108,11 @@ function(audit_mutant_core name)
     file(GLOB bpf_headers RELATIVE ${PROJECT_SOURCE_DIR}/bpf CONFIGURE_DEPENDS
          ${PROJECT_SOURCE_DIR}/bpf/*.h)
     list(TRANSFORM bpf_headers PREPEND ${mutant_dir}/bpf/)
+    # The slot layout is public (include/barrierd_slot.h): not in the copy, taken as shipped.
     bpf_object(barrierd-mutant-${name} ${mutant_dir}/bpf/barrierd.bpf.c
                SKELETON_NAME barrierd_bpf OUTPUT_DIR ${mutant_dir}/skel OUTPUT_NAME barrierd
-               INCLUDE_DIRS ${mutant_dir}/bpf DEPENDS ${bpf_headers})
+               INCLUDE_DIRS ${mutant_dir}/bpf ${PROJECT_SOURCE_DIR}/include
+               DEPENDS ${bpf_headers} ${PROJECT_SOURCE_DIR}/include/barrierd_slot.h)
     add_dependencies(barrierd-mutant-${name}_skel_gen audit_mutant_src-${name})
   endif()
 endfunction()

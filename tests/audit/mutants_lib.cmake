@@ -48,3 +48,33 @@ add_dependencies(audit_mutants barrierd-audit-mutant-direct_self_before_stamp)
 audit_mutant_test(direct_self_before_stamp ROOT COMMAND
                   barrierd-audit-mutant-direct_self_before_stamp --expect-violation
                   --stop-at-first --timeout-ms 500 --phases migrate)
+
+# ---- direct evidence (DESIGN rule 11): the library's own credit from the slots ------------------
+
+# The client's clock read with no LFENCE after it: the CPU read and the idle loads may be
+# performed before the clock read completed.  A window of nanoseconds: no black-box check sees
+# it.  Caught by the library's disassembly (test_audit_code_direct_fence's check).
+audit_lib_mutant(direct_no_lfence)
+audit_mutant_test(direct_no_lfence COMMAND ${expect} direct-disassembly
+                  sh ${audit_dir}/check_disasm.sh direct
+                  $<TARGET_FILE:barrierd_lib-mutant-direct_no_lfence>)
+
+# Idle and own-CPU credit without r > T: a stamp from the future passes on a CPU that is idle
+# now, or that the caller runs on now.  Caught by test_direct's future_stamp_not_passed
+# against the mutant library.
+audit_lib_mutant(direct_idle_vs_T)
+audit_reuse(audit_direct-mutant-direct_idle_vs_T ${integration_dir}/test_direct.c
+            DAEMON barrierd LIBS barrierd_lib-mutant-direct_idle_vs_T)
+audit_mutant_test(direct_idle_vs_T ROOT COMMAND ${expect} future_stamp_not_passed
+                  $<TARGET_FILE:audit_direct-mutant-direct_idle_vs_T> future_stamp_not_passed)
+
+# The sched_switch link closed right after it was checked (only the map kept): once the daemon
+# is killed nobody holds it, the program leaves the tracepoint and an idle word frozen at IDLE
+# credits a CPU that runs a task.  Caught by test_direct's held_link_keeps_idle_live against the
+# mutant library.
+audit_lib_mutant(direct_detached_map)
+audit_reuse(audit_direct-mutant-direct_detached_map ${integration_dir}/test_direct.c
+            DAEMON barrierd LIBS barrierd_lib-mutant-direct_detached_map)
+audit_mutant_test(direct_detached_map ROOT COMMAND ${expect} held_link_keeps_idle_live
+                  $<TARGET_FILE:audit_direct-mutant-direct_detached_map>
+                  held_link_keeps_idle_live)
