@@ -21,6 +21,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <barrierd_slot.h>
 #include <dirent.h>
 #include <grp.h>
 #include <linux/bpf.h>
