@@ -675,9 +675,10 @@ static uint64_t last_event_at_or_before(struct rec_log *l, uint64_t t)
  * probe gap"); under TCG a vCPU descheduled by the host between two probes of one event made
  * it longer than a whole barrier.  Same event: the behind instance's last event at or before
  * lo is then the previous one, which ended before the front instance saw this one begin.
- * Called when neither instance has an event in (lo, hi].
+ * Called when neither instance has an event in (lo, hi].  skip_locked: the behind instance's
+ * event after hi must be a traced event, not one of the daemon's locked kernel entries.
  */
-static bool bracketed(struct recorder *r, int cpu, uint64_t lo, uint64_t hi)
+static bool bracket_match(struct recorder *r, int cpu, uint64_t lo, uint64_t hi, bool skip_locked)
 {
 	if (!r->daemon_after_ns)
 		return false;
@@ -701,11 +702,19 @@ static bool bracketed(struct recorder *r, int cpu, uint64_t lo, uint64_t hi)
 			if (last_event_at_or_before(l, lo) >= tx)
 				continue;
 			k = upper_bound(l->ev, sizeof(*l->ev), l->n_ev, hi);
+			while (skip_locked && k < l->n_ev &&
+			       l->ev[k].kind == AUDIT_EV_LOCKED_KERNEL)
+				k++;
 			if (k < l->n_ev)
 				return true;
 		}
 	}
 	return false;
+}
+
+static bool bracketed(struct recorder *r, int cpu, uint64_t lo, uint64_t hi)
+{
+	return bracket_match(r, cpu, lo, hi, false);
 }
 
 bool recorder_evidence(struct recorder *r, int cpu, uint64_t lo, uint64_t hi, bool daemon_reads,
@@ -808,35 +817,7 @@ bool recorder_evidence(struct recorder *r, int cpu, uint64_t lo, uint64_t hi, bo
  */
 bool recorder_bracket_point(struct recorder *r, int cpu, uint64_t t)
 {
-	if (!r->daemon_after_ns)
-		return false;
-	for (int i = 0; i < r->n_inst; i++) {
-		struct rec_instance *x = r->inst[i];
-		uint64_t tx;
-
-		if (x->attach_ns >= r->daemon_after_ns || x->attach_ns >= t || x->cover_end <= t)
-			continue;
-		tx = last_event_at_or_before(&x->cpu[cpu], t);
-		if (!tx)
-			continue;
-		for (int j = 0; j < r->n_inst; j++) {
-			struct rec_instance *y = r->inst[j];
-			struct rec_log *l = &y->cpu[cpu];
-			size_t k;
-
-			if (y->attach_ns < r->daemon_after_ns || y->attach_ns >= tx ||
-			    y->cover_end <= t)
-				continue;
-			if (last_event_at_or_before(l, t) >= tx)
-				continue;
-			k = upper_bound(l->ev, sizeof(*l->ev), l->n_ev, t);
-			while (k < l->n_ev && l->ev[k].kind == AUDIT_EV_LOCKED_KERNEL)
-				k++;
-			if (k < l->n_ev)
-				return true;
-		}
-	}
-	return false;
+	return bracket_match(r, cpu, t, t, true);
 }
 
 /* The nearest kernel events (not daemon preads) on cpu before lo and after hi, for `why`. */

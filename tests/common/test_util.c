@@ -5,6 +5,7 @@
 #include "test_util.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
@@ -16,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -222,6 +225,38 @@ pid_t test_spin_on(int cpu, int niceness)
 	return pid;
 }
 
+pid_t test_spin_running(int cpu)
+{
+	int p[2], here = -1;
+	pid_t pid;
+
+	if (pipe(p))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() == 1)
+			_exit(0);
+		test_pin(cpu);
+		here = sched_getcpu();
+		if (write(p[1], &here, sizeof(here)) != sizeof(here))
+			_exit(1);
+		close(p[1]);
+		for (;;)
+			__asm__ __volatile__("pause");
+	}
+	close(p[1]);
+	if (pid < 0 || read(p[0], &here, sizeof(here)) != sizeof(here) || here != cpu) {
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+		pid = -1;
+	}
+	close(p[0]);
+	return pid;
+}
+
 int test_spinners(pid_t *pids, int max)
 {
 	int n = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -250,4 +285,80 @@ void test_kill_all(pid_t *pids, int n)
 		kill(pids[i], SIGKILL);
 		waitpid(pids[i], NULL, 0);
 	}
+}
+
+int test_drop_to_nobody(void)
+{
+	if (setgroups(0, NULL) || setresgid(TEST_NOBODY, TEST_NOBODY, TEST_NOBODY) ||
+	    setresuid(TEST_NOBODY, TEST_NOBODY, TEST_NOBODY))
+		return -errno;
+	return getuid() == TEST_NOBODY && geteuid() == TEST_NOBODY ? 0 : -EPERM;
+}
+
+int test_as_nobody(int (*fn)(void *), void *arg, int seconds)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		if (test_drop_to_nobody())
+			_exit(100);
+		_exit(fn(arg));
+	}
+	st = test_reap(pid, seconds);
+	if (st == -1 || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+/*
+ * What the library does: connect to the socket, receive one record and its descriptors
+ * (MSG_CMSG_CLOEXEC, room for the map and BARRIERD_SLOTS_MAX_LINKS links).  The number of
+ * descriptors received (in fds), or -errno.
+ */
+int test_slots_fetch(const char *sock, struct barrierd_slots_msg *m, int *fds, int max)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * (1 + BARRIERD_SLOTS_MAX_LINKS))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {m, sizeof(*m)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf)};
+	int s, n = 0;
+	ssize_t r;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa))) {
+		int e = errno;
+
+		close(s);
+		return -e;
+	}
+	r = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
+	close(s);
+	if (r < 0)
+		return -errno;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (n < max)
+				fds[n++] = fd;
+			else
+				close(fd);
+		}
+	}
+	return r == (ssize_t)sizeof(*m) ? n : -EPROTO;
 }

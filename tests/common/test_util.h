@@ -70,7 +70,29 @@ int test_system(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int test_spinners(pid_t *pids, int max);
 /* One spinner pinned to cpu at that nice level (it dies with us); its pid, or -1. */
 pid_t test_spin_on(int cpu, int niceness);
+/* A nice-0 spinner pinned to cpu, returned once it runs there (it dies with us); or -1. */
+pid_t test_spin_running(int cpu);
 void test_kill_all(pid_t *pids, int n);
+
+/*
+ * What the library does with the slot socket at sock (DESIGN rule 11): connect, receive one
+ * record into m and its descriptors into fds (at most max; MSG_CMSG_CLOEXEC).  How many
+ * descriptors, or -errno (-EPROTO: the record was not whole).
+ */
+int test_slots_fetch(const char *sock, struct barrierd_slots_msg *m, int *fds, int max);
+
+/* The unprivileged user the security tests act as. */
+#define TEST_NOBODY 65534
+
+/* Become nobody, with no supplementary groups and no capabilities: 0, or -errno. */
+int test_drop_to_nobody(void);
+
+/*
+ * Run fn(arg) as nobody in a child; its exit code (0: every check held; else the number of the
+ * check that failed), 100 if it could not become nobody, or -1 if it died or hung (hang guard:
+ * seconds).
+ */
+int test_as_nobody(int (*fn)(void *), void *arg, int seconds);
 
 /*
  * barrierd_open_opts() with BARRIERD_OPEN_NO_DIRECT added to opts (NULL: defaults): for tests

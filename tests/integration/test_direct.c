@@ -146,47 +146,17 @@ static void future_stamp_not_passed(void **state)
 static const struct barrierd_slot *map_slots(uint64_t ncpu, size_t *len)
 {
 	struct barrierd_slots_msg m;
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * (1 + BARRIERD_SLOTS_MAX_LINKS))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {&m, sizeof(m)};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf)};
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	struct cmsghdr *cm;
-	int dfd, s, fds[1 + BARRIERD_SLOTS_MAX_LINKS] = {-1}, nfds = 0;
-	void *map = MAP_FAILED;
-	ssize_t n;
+	int dfd, nfds, fds[1 + BARRIERD_SLOTS_MAX_LINKS];
+	char sock[108];
+	void *map;
 
 	/* Through the directory's descriptor: the build tree's path may not fit sun_path. */
 	dfd = open(H.dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	assert_true(dfd >= 0);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/state%s", dfd,
-		 BARRIERD_SLOTS_SOCKET_SUFFIX);
-	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	assert_true(s >= 0);
-	assert_int_equal(connect(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	snprintf(sock, sizeof(sock), "/proc/self/fd/%d/state%s", dfd, BARRIERD_SLOTS_SOCKET_SUFFIX);
+	nfds = test_slots_fetch(sock, &m, fds, (int)(1 + BARRIERD_SLOTS_MAX_LINKS));
 	close(dfd);
-	n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
-	close(s);
-	for (cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm; cm = CMSG_NXTHDR(&mh, cm)) {
-		for (size_t i = 0; cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-				   i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		     i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (nfds < (int)(1 + BARRIERD_SLOTS_MAX_LINKS))
-				fds[nfds++] = fd;
-			else
-				close(fd); /* no link of this view may stay open */
-		}
-	}
-	assert_int_equal(n, sizeof(m));
-	assert_true(nfds >= 2 && fds[0] >= 0);
+	assert_true(nfds >= 2);
 	*len = (size_t)ncpu * sizeof(struct barrierd_slot);
 	map = mmap(NULL, *len, PROT_READ, MAP_SHARED, fds[0], 0);
 	for (int i = 0; i < nfds; i++)
@@ -245,32 +215,12 @@ static void stop_spinner(void)
 	}
 }
 
-/* A plain busy loop at nice 0 pinned to cpu; returns once it runs there. */
+/* A busy loop pinned to cpu; returns once it runs there. */
 static pid_t start_spinner(int cpu)
 {
-	int p[2], here = -1;
-	pid_t pid;
+	pid_t pid = test_spin_running(cpu);
 
-	assert_int_equal(pipe(p), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		close(p[0]);
-		/* Never outlive the test, whatever ends it. */
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() == 1)
-			_exit(0);
-		test_pin(cpu);
-		here = sched_getcpu();
-		if (write(p[1], &here, sizeof(here)) != sizeof(here))
-			_exit(1);
-		close(p[1]);
-		for (;;)
-			__asm__ __volatile__("" ::: "memory");
-	}
-	close(p[1]);
-	assert_int_equal(read(p[0], &here, sizeof(here)), sizeof(here));
-	close(p[0]);
-	assert_int_equal(here, cpu);
+	assert_true(pid > 0);
 	return pid;
 }
 

@@ -20,37 +20,7 @@
 
 #include "harness.h"
 
-#define NOBODY 65534
-
-/* Become nobody, with no supplementary groups: 0, or -errno. */
-static int drop_to_nobody(void)
-{
-	if (setgroups(0, NULL) || setresgid(NOBODY, NOBODY, NOBODY) ||
-	    setresuid(NOBODY, NOBODY, NOBODY))
-		return -errno;
-	return getuid() == NOBODY && geteuid() == NOBODY ? 0 : -EPERM;
-}
-
-/*
- * Run fn(arg) as nobody in a child; its exit code (0: every check held; else the number of the
- * check that failed), or -1 if it died or hung (hang guard: seconds).
- */
-static int as_nobody(int (*fn)(void *), void *arg, int seconds)
-{
-	pid_t pid = fork();
-	int st;
-
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		if (drop_to_nobody())
-			_exit(100);
-		_exit(fn(arg));
-	}
-	st = test_reap(pid, seconds);
-	if (st == -1 || !WIFEXITED(st))
-		return -1;
-	return WEXITSTATUS(st);
-}
+#define NOBODY TEST_NOBODY
 
 static int setup_running(void **state)
 {
@@ -105,7 +75,7 @@ static int try_write(void *arg)
 static void nobody_cannot_write(void **state)
 {
 	(void)state;
-	assert_int_equal(as_nobody(try_write, H.state, 20), 0);
+	assert_int_equal(test_as_nobody(try_write, H.state, 20), 0);
 	/* And the daemon serves on, untouched. */
 	struct barrierd *b;
 	assert_int_equal(barrierd_open(&b, H.state), 0);
@@ -163,7 +133,7 @@ static void nobody_cannot_squat(void **state)
 	assert_true(squatter >= 0);
 	if (squatter == 0) {
 		close(pfd[0]);
-		_exit(drop_to_nobody() ? 100 : squat_main(&s));
+		_exit(test_drop_to_nobody() ? 100 : squat_main(&s));
 	}
 	close(pfd[1]);
 	assert_int_equal(read(pfd[0], &c, 1), 1); /* the squatter holds its locks */
@@ -273,7 +243,7 @@ static void planted_state_symlink_refused(void **state)
 	struct stat st;
 
 	(void)state;
-	assert_int_equal(as_nobody(plant_main, &p, 10), 0);
+	assert_int_equal(test_as_nobody(plant_main, &p, 10), 0);
 	daemon_refuses("not a regular file (a symlink)");
 	assert_victim_intact();
 	assert_int_equal(lstat(spath, &st), 0);
@@ -293,7 +263,7 @@ static void planted_lock_symlink_refused(void **state)
 
 	(void)state;
 	snprintf(lock, sizeof(lock), "%s.lock", spath);
-	assert_int_equal(as_nobody(plant_main, &p, 10), 0);
+	assert_int_equal(test_as_nobody(plant_main, &p, 10), 0);
 	daemon_refuses("refusing lock file");
 	assert_true(h_log_has_since(&H, 0, "not a regular file (a symlink)"));
 	assert_victim_intact();
@@ -320,12 +290,12 @@ static void planted_state_file_refused(void **state)
 
 	(void)state;
 	assert_int_equal(h_start(&H, -1, NULL), 0); /* a live file on H.state to copy */
-	assert_int_equal(as_nobody(plant_main, &p, 10), 0);
+	assert_int_equal(test_as_nobody(plant_main, &p, 10), 0);
 	assert_int_equal(stat(spath, &st), 0);
 	assert_int_equal(st.st_uid, NOBODY);
 	daemon_refuses("owned by uid 65534");
 	assert_int_equal(barrierd_open(&b, spath), -EPERM);
-	assert_int_equal(as_nobody(open_refused_main, spath, 10), 0);
+	assert_int_equal(test_as_nobody(open_refused_main, spath, 10), 0);
 	/* Once root removes it, the daemon starts on that path. */
 	assert_int_equal(unlink(spath), 0);
 	h_stop(&H);
@@ -421,7 +391,7 @@ static void doorbell_flood_bounded(void **state)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		close(pfd[0]);
-		_exit(drop_to_nobody() ? 100 : flood_main(&f));
+		_exit(test_drop_to_nobody() ? 100 : flood_main(&f));
 	}
 	close(pfd[1]);
 	/* A legitimate client under the flood: every barrier passes (5 s: a hang guard). */
@@ -516,7 +486,7 @@ static void switch_flood_bounded(void **state)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		close(pfd[0]);
-		_exit(drop_to_nobody() ? 100 : switch_flood_main(&f));
+		_exit(test_drop_to_nobody() ? 100 : switch_flood_main(&f));
 	}
 	close(pfd[1]);
 	st = test_reap(pid, FLOOD_S + 10);

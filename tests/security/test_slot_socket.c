@@ -30,39 +30,9 @@
 
 #include "harness.h"
 
-#define NOBODY 65534
+#define NOBODY TEST_NOBODY
 
 /* ---- helpers ----------------------------------------------------------------------------- */
-
-/* Become nobody, with no supplementary groups and no capabilities: 0, or -errno. */
-static int drop_to_nobody(void)
-{
-	if (setgroups(0, NULL) || setresgid(NOBODY, NOBODY, NOBODY) ||
-	    setresuid(NOBODY, NOBODY, NOBODY))
-		return -errno;
-	return getuid() == NOBODY && geteuid() == NOBODY ? 0 : -EPERM;
-}
-
-/*
- * Run fn(arg) as nobody in a child; its exit code (0: every check held; else the number of the
- * check that failed), or -1 if it died or hung (hang guard: seconds).
- */
-static int as_nobody(int (*fn)(void *), void *arg, int seconds)
-{
-	pid_t pid = fork();
-	int st;
-
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		if (drop_to_nobody())
-			_exit(100);
-		_exit(fn(arg));
-	}
-	st = test_reap(pid, seconds);
-	if (st == -1 || !WIFEXITED(st))
-		return -1;
-	return WEXITSTATUS(st);
-}
 
 static void sock_of(char *out, size_t len, const char *state)
 {
@@ -116,56 +86,6 @@ static bool fdinfo_has(int fd, const char *key, const char *value)
 	if (strncmp(text, want + 1, strlen(want + 1)) == 0)
 		return true;
 	return strstr(text, want) != NULL;
-}
-
-/*
- * What the library does: connect to the socket, receive one record and its descriptors
- * (MSG_CMSG_CLOEXEC, room for the map and BARRIERD_SLOTS_MAX_LINKS links).  The number of
- * descriptors received (in fds), or -errno.
- */
-static int fetch_raw(const char *sock, struct barrierd_slots_msg *m, int *fds, int max)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * (1 + BARRIERD_SLOTS_MAX_LINKS))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {m, sizeof(*m)};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf)};
-	int s, n = 0;
-	ssize_t r;
-
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
-	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (s < 0)
-		return -errno;
-	if (connect(s, (struct sockaddr *)&sa, sizeof(sa))) {
-		int e = errno;
-
-		close(s);
-		return -e;
-	}
-	r = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
-	close(s);
-	if (r < 0)
-		return -errno;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (n < max)
-				fds[n++] = fd;
-			else
-				close(fd);
-		}
-	}
-	return r == (ssize_t)sizeof(*m) ? n : -EPROTO;
 }
 
 static uint64_t file_ncpu(const char *state)
@@ -314,7 +234,7 @@ static int write_paths_main(void *arg)
 
 	if (geteuid() != NOBODY)
 		return 1;
-	n = fetch_raw(w->sock, &m, fds, 1 + BARRIERD_SLOTS_MAX_LINKS);
+	n = test_slots_fetch(w->sock, &m, fds, 1 + BARRIERD_SLOTS_MAX_LINKS);
 	if (n < 0) {
 		errno = -n;
 		WP_FAIL(2, "fetch");
@@ -427,7 +347,7 @@ static void slots_write_paths_refused(void **state)
 	w.ncpu = file_ncpu(H.state);
 	w.prog = load_noop_prog();
 	assert_true(w.prog >= 0);
-	assert_int_equal(as_nobody(write_paths_main, &w, 30), 0);
+	assert_int_equal(test_as_nobody(write_paths_main, &w, 30), 0);
 	close(w.prog);
 	/* And the daemon serves on, the slots included. */
 	assert_int_equal(barrierd_open(&b, H.state), 0);
@@ -671,7 +591,7 @@ static void run_rogue(const struct rcase *rc, const char *sock, const struct bar
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		close(pfd[0]);
-		if (rc->who != ROOT && rc->who != ROOT_SOCK_NOBODYS && drop_to_nobody())
+		if (rc->who != ROOT && rc->who != ROOT_SOCK_NOBODYS && test_drop_to_nobody())
 			_exit(100);
 		if (rc->who == NOBODY_BINDS)
 			lfd = bind_at(sock, true);
@@ -745,7 +665,7 @@ static void rogue_server_refused(void **state)
 	(void)state;
 	sock_of(sock, sizeof(sock), H.state);
 	/* The daemon's own set, as a client gets it; then its socket is out of the way. */
-	n = fetch_raw(sock, &gm, g, 1 + BARRIERD_SLOTS_MAX_LINKS);
+	n = test_slots_fetch(sock, &gm, g, 1 + BARRIERD_SLOTS_MAX_LINKS);
 	assert_int_equal(n, 2);
 	prog = load_noop_prog();
 	assert_true(prog >= 0);
@@ -837,7 +757,7 @@ static void socket_flood_bounded(void **state)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		close(pfd[0]);
-		_exit(drop_to_nobody() ? 100 : sflood_main(&f));
+		_exit(test_drop_to_nobody() ? 100 : sflood_main(&f));
 	}
 	close(pfd[1]);
 	/* Meanwhile: the daemon's descriptors, and barriers through the file. */
@@ -949,7 +869,7 @@ static void socket_mode_and_off(void **state)
 	assert_true(S_ISSOCK(st.st_mode));
 	assert_int_equal(st.st_mode & 07777, 0666);
 	assert_int_equal(st.st_uid, 0);
-	assert_int_equal(as_nobody(nobody_direct_main, &a, 20), 0);
+	assert_int_equal(test_as_nobody(nobody_direct_main, &a, 20), 0);
 	assert_int_equal(WEXITSTATUS(h_stop(&H)), 0);
 	h_rmdir(&H);
 
@@ -961,7 +881,7 @@ static void socket_mode_and_off(void **state)
 	assert_int_equal(lstat(sock, &st), 0);
 	assert_true(S_ISSOCK(st.st_mode));
 	assert_int_equal(st.st_mode & 07777, 0600);
-	assert_int_equal(as_nobody(nobody_no_direct_main, &a, 20), 0);
+	assert_int_equal(test_as_nobody(nobody_no_direct_main, &a, 20), 0);
 	assert_int_equal(barrierd_open(&b, H.state), 0);
 	assert_true(barrierd_direct(b));
 	assert_true(bd_load(&barrierd_mapping(b, &sz)->flags) & BARRIERD_FEAT_DIRECT);
@@ -983,7 +903,7 @@ static void socket_mode_and_off(void **state)
 	assert_int_equal(barrierd_barrier(b, 5 * (int64_t)TEST_SEC), 0);
 	assert_false(barrierd_direct(b));
 	barrierd_close(b);
-	assert_int_equal(as_nobody(nobody_no_direct_main, &a, 20), 0);
+	assert_int_equal(test_as_nobody(nobody_no_direct_main, &a, 20), 0);
 	assert_int_equal(WEXITSTATUS(h_stop(&H)), 0);
 }
 
