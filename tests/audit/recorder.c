@@ -924,11 +924,23 @@ static const struct rec_instance *instance_at(const struct recorder *r, uint64_t
 	return best ? best : r->n_inst ? r->inst[0] : NULL;
 }
 
-bool recorder_idle_at(struct recorder *r, int cpu, uint64_t from, uint64_t hi, char *why,
-		      size_t whylen)
+/* Why nothing was found: what the CPU ran around `from`, by the instance covering it. */
+static void explain_switches(struct recorder *r, int cpu, uint64_t from, char *why, size_t whylen)
 {
 	const struct rec_instance *d;
 
+	if (!why)
+		return;
+	d = instance_at(r, from);
+	if (d)
+		describe_switches(d, cpu, from, why, whylen);
+	else
+		snprintf(why, whylen, "no recorder");
+}
+
+bool recorder_idle_at(struct recorder *r, int cpu, uint64_t from, uint64_t hi, char *why,
+		      size_t whylen)
+{
 	if (from > hi)
 		goto no;
 	/* Offline: as in recorder_evidence, but the instant must be at or after `from`. */
@@ -966,13 +978,7 @@ bool recorder_idle_at(struct recorder *r, int cpu, uint64_t from, uint64_t hi, c
 				return true;
 	}
 no:
-	if (why) {
-		d = instance_at(r, from);
-		if (d)
-			describe_switches(d, cpu, from, why, whylen);
-		else
-			snprintf(why, whylen, "no recorder");
-	}
+	explain_switches(r, cpu, from, why, whylen);
 	return false;
 }
 
@@ -1022,8 +1028,6 @@ int recorder_thread_cpu(struct recorder *r, uint32_t tid, uint64_t t)
 bool recorder_thread_on(struct recorder *r, int cpu, uint32_t tid, uint64_t from, uint64_t hi,
 			char *why, size_t whylen)
 {
-	const struct rec_instance *d;
-
 	if (from > hi || !tid)
 		goto no;
 	for (int i = 0; i < r->n_inst; i++) {
@@ -1051,12 +1055,6 @@ bool recorder_thread_on(struct recorder *r, int cpu, uint32_t tid, uint64_t from
 				return true;
 	}
 no:
-	if (why) {
-		d = instance_at(r, from);
-		if (d)
-			describe_switches(d, cpu, from, why, whylen);
-		else
-			snprintf(why, whylen, "no recorder");
-	}
+	explain_switches(r, cpu, from, why, whylen);
 	return false;
 }

@@ -282,8 +282,11 @@ void test_unpin(void)
 void test_kill_all(pid_t *pids, int n)
 {
 	for (int i = 0; i < n; i++) {
+		if (pids[i] <= 0)
+			continue;
 		kill(pids[i], SIGKILL);
 		waitpid(pids[i], NULL, 0);
+		pids[i] = -1;
 	}
 }
 

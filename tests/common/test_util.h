@@ -72,6 +72,7 @@ int test_spinners(pid_t *pids, int max);
 pid_t test_spin_on(int cpu, int niceness);
 /* A nice-0 spinner pinned to cpu, returned once it runs there (it dies with us); or -1. */
 pid_t test_spin_running(int cpu);
+/* Kill and reap each pid above 0, and set it to -1. */
 void test_kill_all(pid_t *pids, int n);
 
 /*

@@ -98,20 +98,7 @@ static pid_t spinner = -1;
 
 static void stop_spinner(void)
 {
-	if (spinner > 0) {
-		kill(spinner, SIGKILL);
-		waitpid(spinner, NULL, 0);
-		spinner = -1;
-	}
-}
-
-/* A busy loop pinned to cpu; returns once it runs there. */
-static pid_t start_spinner(int cpu)
-{
-	pid_t pid = test_spin_running(cpu);
-
-	assert_true(pid > 0);
-	return pid;
+	test_kill_all(&spinner, 1);
 }
 
 /* The CPU a task last ran on and its state, from /proc/PID/stat (fields 39 and 3). */
@@ -231,7 +218,8 @@ static int attempt(int n)
 	credit0 = bd_load(&x->cpu[1].credit_idle);
 
 	/* A user task on CPU 1, which the detached program never sees switching in. */
-	spinner = start_spinner(1);
+	spinner = test_spin_running(1);
+	assert_true(spinner > 0);
 	test_sleep_ms(50);
 	read_slot(fd, 1, &s1);
 	assert_int_equal(s1.idle, BARRIERD_SLOT_IDLE);

@@ -208,20 +208,7 @@ static pid_t spinner = -1;
 
 static void stop_spinner(void)
 {
-	if (spinner > 0) {
-		kill(spinner, SIGKILL);
-		waitpid(spinner, NULL, 0);
-		spinner = -1;
-	}
-}
-
-/* A busy loop pinned to cpu; returns once it runs there. */
-static pid_t start_spinner(int cpu)
-{
-	pid_t pid = test_spin_running(cpu);
-
-	assert_true(pid > 0);
-	return pid;
+	test_kill_all(&spinner, 1);
 }
 
 /*
@@ -268,7 +255,8 @@ static void held_link_keeps_idle_live(void **state)
 	    "cpu %d's idle word after the kill: %llu\n", OTHER_CPU,
 	    (unsigned long long)__atomic_load_n(&slots[OTHER_CPU].idle, __ATOMIC_RELAXED));
 
-	spinner = start_spinner(OTHER_CPU);
+	spinner = test_spin_running(OTHER_CPU);
+	assert_true(spinner > 0);
 	w.on = true;
 	/* Barriers for 300 ms: CPU 1 passes only by its own events, never as idle. */
 	end = now_ns() + 300 * TEST_MS;
