@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * barrierd_reclaim.h - memory reclamation on barrierd (libbarrierd.so.1, LIBBARRIERD_1.1):
+ * epochs and hazard pointers whose readers execute no fence and no atomic instruction.
+ *
+ * Both are the classic schemes with the reader's store-load fence moved to the writer, as an
+ * asymmetric barrier: the writer unlinks, then takes a barrierd barrier, then looks at what
+ * readers published.  A reader store the writer does not see after the barrier was made after
+ * that reader's CPU serialised past the stamp, so the reader's later loads see the unlink
+ * (docs/PRIMITIVES.md has the arguments, one per scheme).  x86-TSO only, as all of barrierd.
+ *
+ * Domains are opaque.  A record is a reader's: one per thread, registered once, used only by
+ * its thread for reads.  The fields the inline read side touches are ABI (below).
+ */
+#ifndef BARRIERD_RECLAIM_H
+#define BARRIERD_RECLAIM_H
+
+#include <barrierd.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- epochs -------------------------------------------------------------------------------- */
+
+struct barrierd_epoch;
+
+/* A reader's record.  ABI: active first, then the domain's global epoch word. */
+struct barrierd_epoch_record {
+	uint64_t active;	/* 0: outside a read section; else the epoch loaded at enter */
+	const uint64_t *global; /* the domain's epoch counter (never 0) */
+};
+
+/*
+ * A domain over handle b (which must outlive it; NULL: the barrier is membarrier(GLOBAL)).
+ * batch: retired objects held before retire() reclaims by itself (0: 64).  NULL on ENOMEM.
+ */
+struct barrierd_epoch *barrierd_epoch_new(struct barrierd *b, unsigned batch);
+/* Reclaim what is still retired (a final synchronize), then free.  No reader may be inside. */
+void barrierd_epoch_free(struct barrierd_epoch *e);
+/* The calling thread's record (allocated; NULL on ENOMEM).  Unregister before the thread ends. */
+struct barrierd_epoch_record *barrierd_epoch_register(struct barrierd_epoch *e);
+void barrierd_epoch_unregister(struct barrierd_epoch *e, struct barrierd_epoch_record *r);
+
+/* Read side: two plain loads and a plain store; no fence, no locked instruction. */
+static inline void barrierd_epoch_enter(struct barrierd_epoch_record *r)
+{
+	__atomic_store_n(&r->active, __atomic_load_n(r->global, __ATOMIC_RELAXED),
+			 __ATOMIC_RELAXED);
+	/* The compiler keeps the section's loads after the store; x86 needs nothing more. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+static inline void barrierd_epoch_exit(struct barrierd_epoch_record *r)
+{
+	/* Stores are not reordered with older loads (x86-TSO): the section's loads are done. */
+	__atomic_store_n(&r->active, 0, __ATOMIC_RELEASE);
+}
+
+/*
+ * Wait until every reader that may have seen memory unlinked before this call has left its
+ * read section: advance the epoch, take a barrier, wait for every record that shows an older
+ * epoch.  timeout_ns < 0: no deadline.  0, -ETIMEDOUT, or the barrier's error.
+ */
+int barrierd_epoch_synchronize(struct barrierd_epoch *e, int64_t timeout_ns);
+/*
+ * Free ptr with fn(ptr) once no reader can hold it (ptr already unlinked).  Batched: every
+ * batch-th call synchronizes and frees the batch; the caller does not block otherwise.
+ * 0, or a synchronize error (the objects stay retired).
+ */
+int barrierd_epoch_retire(struct barrierd_epoch *e, void *ptr, void (*fn)(void *));
+/* Synchronize now and free everything retired before the call.  As synchronize. */
+int barrierd_epoch_reclaim(struct barrierd_epoch *e);
+
+/* ---- hazard pointers ---------------------------------------------------------------------- */
+
+#define BARRIERD_HP_SLOTS 4
+
+struct barrierd_hp;
+
+/* A reader's record.  ABI: the slots first. */
+struct barrierd_hp_record {
+	void *hp[BARRIERD_HP_SLOTS]; /* protected pointers, NULL: none */
+};
+
+/* As barrierd_epoch_new: a domain over b, batch retired objects per scan (0: 64). */
+struct barrierd_hp *barrierd_hp_new(struct barrierd *b, unsigned batch);
+void barrierd_hp_free(struct barrierd_hp *d);
+struct barrierd_hp_record *barrierd_hp_register(struct barrierd_hp *d);
+void barrierd_hp_unregister(struct barrierd_hp *d, struct barrierd_hp_record *r);
+
+/*
+ * Load *src and protect what it points to in slot: publish, re-load, until both agree.  Plain
+ * stores and loads: the writer's barrier before its scan stands in for the fence classic
+ * hazard pointers need between the publication and the re-load.
+ */
+static inline void *barrierd_hp_protect(struct barrierd_hp_record *r, unsigned slot,
+					void *const *src)
+{
+	void *p = __atomic_load_n(src, __ATOMIC_ACQUIRE);
+
+	for (;;) {
+		void *q;
+
+		__atomic_store_n(&r->hp[slot], p, __ATOMIC_RELAXED);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		q = __atomic_load_n(src, __ATOMIC_ACQUIRE);
+		if (q == p)
+			return p;
+		p = q;
+	}
+}
+
+static inline void barrierd_hp_clear(struct barrierd_hp_record *r, unsigned slot)
+{
+	__atomic_store_n(&r->hp[slot], NULL, __ATOMIC_RELEASE);
+}
+
+/*
+ * Free ptr with fn(ptr) once no hazard pointer holds it (ptr already unlinked).  Every
+ * batch-th call takes a barrier, scans every record, frees what no slot holds and keeps the
+ * rest.  0, or the barrier's error (nothing freed).
+ */
+int barrierd_hp_retire(struct barrierd_hp *d, void *ptr, void (*fn)(void *));
+/* Barrier, scan and free now.  As retire. */
+int barrierd_hp_reclaim(struct barrierd_hp *d);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BARRIERD_RECLAIM_H */
