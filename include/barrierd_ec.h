@@ -36,7 +36,7 @@ struct barrierd_ec {
 	uint32_t reserved;
 };
 
-/* Set the value (no waiter may use it yet).  0, or -EINVAL (unknown flags). */
+/* Set the value (no waiter may use it yet).  0, or -EINVAL (unknown flags, value >= 2^63). */
 int barrierd_ec_init(struct barrierd_ec *ec, uint64_t value, unsigned flags);
 
 /* The current value (63 bits). */
@@ -50,16 +50,20 @@ void barrierd_ec_wake(struct barrierd_ec *ec);
 
 /*
  * Single producer: add delta (at most 2^62) with one non-atomic read-modify-write (xadd
- * without lock).  Only one thread may call the single-producer forms on an event count.  The
+ * without lock).  Only one thread may increment an event count that uses the single-producer
+ * forms, and only with them: a locked add racing the unlocked one can be lost.  The
  * producer's earlier stores are visible before the new value (x86 keeps stores in order).
  * It must stay ONE instruction: an interrupt lands between instructions, and that is what
  * makes a waiter's barrier prove that no increment which read the word without the flag is
- * still in flight.
+ * still in flight.  An add of 0 does nothing: a waiter's argument counts on every store of a
+ * producer moving the value (docs/PRIMITIVES.md §1).
  */
 static inline void barrierd_ec_add_sp(struct barrierd_ec *ec, uint64_t delta)
 {
 	uint64_t old = delta << 1;
 
+	if (__builtin_expect(delta == 0, 0))
+		return;
 	__asm__ __volatile__("xaddq %0, %1" : "+r"(old), "+m"(ec->word) : : "memory", "cc");
 	if (__builtin_expect(old & BARRIERD_EC_FLAG, 0))
 		barrierd_ec_wake(ec);
@@ -70,10 +74,17 @@ static inline void barrierd_ec_inc_sp(struct barrierd_ec *ec)
 	barrierd_ec_add_sp(ec, 1);
 }
 
-/* Any number of producers: one locked xadd; the flag seen in its result wakes the sleepers. */
+/*
+ * Any number of producers: one locked xadd; the flag seen in its result wakes the sleepers.
+ * delta as above (an add of 0 does nothing).
+ */
 static inline void barrierd_ec_add(struct barrierd_ec *ec, uint64_t delta)
 {
-	uint64_t old = __atomic_fetch_add(&ec->word, delta << 1, __ATOMIC_SEQ_CST);
+	uint64_t old;
+
+	if (__builtin_expect(delta == 0, 0))
+		return;
+	old = __atomic_fetch_add(&ec->word, delta << 1, __ATOMIC_SEQ_CST);
 
 	if (__builtin_expect(old & BARRIERD_EC_FLAG, 0))
 		barrierd_ec_wake(ec);
@@ -89,7 +100,8 @@ static inline void barrierd_ec_inc(struct barrierd_ec *ec)
  * sleeps in short slices until b says every CPU passed the stamp (or, with no live daemon, for
  * ck_ec's conservative second), then blocks on the futex until an increment wakes it.
  * timeout_ns < 0: no deadline.  b may be NULL (the conservative second always).
- * Returns 0 (the value moved), -ETIMEDOUT, or -EINVAL.
+ * Returns 0 (the value moved), -ETIMEDOUT, or -EINVAL (old_value above 2^63 - 1, unknown
+ * flags in ec).
  */
 int barrierd_ec_wait(struct barrierd_ec *ec, struct barrierd *b, uint64_t old_value,
 		     int64_t timeout_ns);
@@ -97,6 +109,7 @@ int barrierd_ec_wait(struct barrierd_ec *ec, struct barrierd *b, uint64_t old_va
 /*
  * The same, and pred(ec, arg) is called before every sleep and after every wake-up: a non-zero
  * result ends the wait and is returned (the value need not have moved).  pred must not block.
+ * A value that moved is seen first (0).  pred NULL: barrierd_ec_wait().
  */
 int barrierd_ec_wait_pred(struct barrierd_ec *ec, struct barrierd *b, uint64_t old_value,
 			  int (*pred)(const struct barrierd_ec *ec, void *arg), void *arg,
