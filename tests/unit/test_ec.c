@@ -1,0 +1,457 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Event counts (include/barrierd_ec.h, lib/ec.c) against a fake daemon: the value and its
+ * word, single- and multi-producer increments, an increment with no waiter calling nothing,
+ * waits that return when the value moved before the wait, during its wait for the barrier,
+ * or once it blocks for good, the deadline, the predicate, a shared event count across a
+ * fork, and the conservative second with no daemon (b NULL, or stopped).
+ *
+ * ec_spy.h sees the waits' futex calls: a FUTEX_WAIT with no timeout is the indefinite
+ * block.  Timeouts are hang guards; the only times asserted are lower bounds the code
+ * promises (a deadline is not left early, the conservative second is waited out).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ec_spy.h"
+#include "fake_daemon.h"
+
+#define NCPU 2
+#define GUARD_NS (10 * TEST_SEC) /* hang guard */
+
+struct fx {
+	struct fake_daemon s;
+	struct barrierd *b;
+	struct barrierd_ec ec;
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -1;
+	*state = f;
+	/* A busy machine's daemon: every CPU's value kept at "now", so barriers pass in ms. */
+	if (fake_create(&f->s, NCPU, FAKE_LIVE) || fake_start_ticker(&f->s, (1ULL << NCPU) - 1))
+		return -1;
+	if (fake_open_lib(&f->b, f->s.path, NULL))
+		return -1;
+	if (barrierd_ec_init(&f->ec, 0, 0))
+		return -1;
+	spy_watch(&f->ec.word);
+	spy_reset();
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	if (!f)
+		return 0;
+	fake_stop_doorbell(&f->s);
+	fake_stop_ticker(&f->s);
+	barrierd_close(f->b);
+	fake_destroy(&f->s);
+	free(f);
+	return 0;
+}
+
+/* ---- a waiter thread ------------------------------------------------------------------------ */
+
+struct waiter {
+	struct barrierd_ec *ec;
+	struct barrierd *b;
+	uint64_t old;
+	int64_t timeout_ns;
+	int (*pred)(const struct barrierd_ec *ec, void *arg);
+	void *arg;
+	pthread_t th;
+	int ret;		   /* the wait's result */
+	int done;		   /* __atomic */
+	uint64_t start_ns, end_ns; /* around the call */
+	struct spy_thread spy;	   /* what the call did */
+};
+
+static void *waiter_main(void *arg)
+{
+	struct waiter *w = arg;
+
+	spy_thread_reset();
+	w->start_ns = bd_mono_ns();
+	w->ret = barrierd_ec_wait_pred(w->ec, w->b, w->old, w->pred, w->arg, w->timeout_ns);
+	w->end_ns = bd_mono_ns();
+	w->spy = spy_self;
+	__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void waiter_start(struct waiter *w)
+{
+	assert_int_equal(pthread_create(&w->th, NULL, waiter_main, w), 0);
+}
+
+/* Join within the hang guard; a waiter still inside by then has lost its wake-up. */
+static void waiter_join(struct waiter *w)
+{
+	uint64_t end = bd_mono_ns() + GUARD_NS;
+
+	while (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE)) {
+		if (bd_mono_ns() > end)
+			fail_msg("a waiter did not return within the hang guard (a lost wake-up)");
+		test_sleep_ns(100 * TEST_US);
+	}
+	pthread_join(w->th, NULL);
+}
+
+/* Until the waits made `n` indefinite blocks in all (hang guard). */
+static void await_blocks(uint64_t n)
+{
+	uint64_t end = bd_mono_ns() + GUARD_NS;
+
+	while (spy_get(&spy_block_calls) < n) {
+		if (bd_mono_ns() > end)
+			fail_msg("no waiter reached its indefinite block");
+		test_sleep_ns(100 * TEST_US);
+	}
+	/* Asked for, not yet in the kernel: a little more (any order is correct anyway). */
+	test_sleep_ns(2 * TEST_MS);
+}
+
+/* ---- the value and the increments ------------------------------------------------------------ */
+
+static void test_value(void **state)
+{
+	struct fx *f = *state;
+	struct barrierd_ec ec;
+
+	assert_int_equal(barrierd_ec_init(&ec, 5, 0), 0);
+	assert_int_equal(barrierd_ec_value(&ec), 5);
+	assert_int_equal(ec.word, 5 << 1); /* the ABI: value << 1, flag clear */
+	barrierd_ec_inc_sp(&ec);
+	barrierd_ec_add_sp(&ec, 10);
+	assert_int_equal(barrierd_ec_value(&ec), 16);
+	barrierd_ec_inc(&ec);
+	barrierd_ec_add(&ec, 3);
+	assert_int_equal(barrierd_ec_value(&ec), 20);
+	/* An add of 0 stores nothing. */
+	barrierd_ec_add(&ec, 0);
+	barrierd_ec_add_sp(&ec, 0);
+	assert_int_equal(ec.word, 20 << 1);
+	/* 63 bits of value. */
+	assert_int_equal(barrierd_ec_init(&ec, UINT64_MAX >> 1, BARRIERD_EC_SHARED), 0);
+	assert_true(barrierd_ec_value(&ec) == UINT64_MAX >> 1);
+	assert_int_equal(barrierd_ec_init(&ec, 1ULL << 63, 0), -EINVAL);
+	assert_int_equal(barrierd_ec_init(&ec, 0, 0x2), -EINVAL);
+	assert_int_equal(barrierd_ec_init(NULL, 0, 0), -EINVAL);
+	/* Waits: a value above 63 bits, or unknown flags in the event count. */
+	assert_int_equal(barrierd_ec_init(&ec, 0, 0), 0);
+	assert_int_equal(barrierd_ec_wait(&ec, f->b, 1ULL << 63, 0), -EINVAL);
+	assert_int_equal(barrierd_ec_wait(NULL, f->b, 0, 0), -EINVAL);
+	ec.flags = 0x80;
+	assert_int_equal(barrierd_ec_wait(&ec, f->b, 0, 0), -EINVAL);
+	assert_int_equal(spy_get(&spy_wake_calls), 0);
+}
+
+/* With nobody waiting, no increment calls the library or the kernel. */
+static void test_no_waiter_no_call(void **state)
+{
+	struct fx *f = *state;
+	uint64_t wakes = spy_get(&spy_wake_calls), calls = spy_get(&spy_futex_calls);
+
+	for (int i = 0; i < 100000; i++) {
+		barrierd_ec_inc_sp(&f->ec);
+		barrierd_ec_add_sp(&f->ec, 2);
+	}
+	assert_int_equal(barrierd_ec_value(&f->ec), 300000);
+	assert_int_equal(barrierd_ec_init(&f->ec, 0, 0), 0);
+	for (int i = 0; i < 100000; i++) {
+		barrierd_ec_inc(&f->ec);
+		barrierd_ec_add(&f->ec, 2);
+	}
+	assert_int_equal(barrierd_ec_value(&f->ec), 300000);
+	assert_int_equal(spy_get(&spy_wake_calls), wakes);
+	assert_int_equal(spy_get(&spy_futex_calls), calls);
+
+	/* The flag (as a waiter sets it): the next increment wakes, and clears it. */
+	__atomic_fetch_or(&f->ec.word, BARRIERD_EC_FLAG, __ATOMIC_SEQ_CST);
+	barrierd_ec_inc_sp(&f->ec);
+	assert_int_equal(spy_get(&spy_wake_calls), wakes + 1);
+	assert_int_equal(f->ec.word, 300001 << 1);
+	barrierd_ec_inc_sp(&f->ec);
+	__atomic_fetch_or(&f->ec.word, BARRIERD_EC_FLAG, __ATOMIC_SEQ_CST);
+	barrierd_ec_inc(&f->ec);
+	assert_int_equal(spy_get(&spy_wake_calls), wakes + 2);
+	assert_int_equal(f->ec.word, 300003 << 1);
+	barrierd_ec_inc(&f->ec);
+	assert_int_equal(spy_get(&spy_wake_calls), wakes + 2);
+}
+
+#define MP_THREADS 4
+#define MP_INCS 200000
+
+static void *mp_main(void *arg)
+{
+	struct barrierd_ec *ec = arg;
+
+	for (int i = 0; i < MP_INCS; i++)
+		barrierd_ec_inc(ec);
+	return NULL;
+}
+
+/* Multi-producer: no increment lost. */
+static void test_mp(void **state)
+{
+	struct fx *f = *state;
+	pthread_t th[MP_THREADS];
+
+	for (int i = 0; i < MP_THREADS; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, mp_main, &f->ec), 0);
+	for (int i = 0; i < MP_THREADS; i++)
+		pthread_join(th[i], NULL);
+	assert_int_equal(barrierd_ec_value(&f->ec), MP_THREADS * MP_INCS);
+}
+
+/* ---- waits ----------------------------------------------------------------------------------- */
+
+/* The value moved before the wait: 0 at once, no futex call. */
+static void test_wait_moved_before(void **state)
+{
+	struct fx *f = *state;
+	uint64_t calls = spy_get(&spy_futex_calls);
+
+	barrierd_ec_inc_sp(&f->ec);
+	assert_int_equal(barrierd_ec_wait(&f->ec, f->b, 0, -1), 0);
+	assert_int_equal(barrierd_ec_wait(&f->ec, NULL, 0, -1), 0);
+	assert_int_equal(spy_get(&spy_futex_calls), calls);
+	assert_int_equal(f->ec.word, 1 << 1); /* no flag left behind */
+}
+
+/* Blocked for good (the barrier passed), then woken by a single producer's increment. */
+static void test_wait_blocked_sp(void **state)
+{
+	struct fx *f = *state;
+	struct waiter w = {.ec = &f->ec, .b = f->b, .old = 0, .timeout_ns = -1};
+
+	waiter_start(&w);
+	await_blocks(1);
+	assert_true(f->ec.word & BARRIERD_EC_FLAG);
+	barrierd_ec_inc_sp(&f->ec);
+	waiter_join(&w);
+	assert_int_equal(w.ret, 0);
+	assert_int_equal(w.spy.blocks, 1);
+	assert_int_equal(spy_get(&spy_wake_calls), 1);
+	print_message("time to the indefinite block (fake daemon, its value refreshed every "
+		      "%llu ms): %.3f ms\n",
+		      (unsigned long long)(FAKE_TICK_NS / TEST_MS),
+		      (double)(w.spy.first_block_ns - w.start_ns) / TEST_MS);
+	/* The wake cleared the flag: the next increment calls nothing. */
+	barrierd_ec_inc_sp(&f->ec);
+	assert_int_equal(spy_get(&spy_wake_calls), 1);
+}
+
+/* The same with a multi-producer's increment, and three waiters on one word. */
+static void test_wait_blocked_mp(void **state)
+{
+	struct fx *f = *state;
+	struct waiter w[3];
+
+	for (int i = 0; i < 3; i++) {
+		w[i] = (struct waiter){.ec = &f->ec, .b = f->b, .old = 0, .timeout_ns = -1};
+		waiter_start(&w[i]);
+	}
+	await_blocks(3);
+	barrierd_ec_inc(&f->ec);
+	for (int i = 0; i < 3; i++) {
+		waiter_join(&w[i]);
+		assert_int_equal(w[i].ret, 0);
+	}
+	assert_int_equal(spy_get(&spy_wake_calls), 1);
+}
+
+/*
+ * No daemon (b NULL): ck_ec's conservative second from the CAS before the indefinite block,
+ * and an increment during that second ends the wait at once (it sleeps on the word).
+ */
+static void test_wait_no_daemon(void **state)
+{
+	struct fx *f = *state;
+	struct waiter w = {.ec = &f->ec, .b = NULL, .old = 0, .timeout_ns = -1};
+	struct waiter w2 = {.ec = &f->ec, .b = NULL, .old = 1, .timeout_ns = -1};
+	uint64_t end = bd_mono_ns() + GUARD_NS;
+
+	waiter_start(&w);
+	while (!(__atomic_load_n(&f->ec.word, __ATOMIC_ACQUIRE) & BARRIERD_EC_FLAG)) {
+		if (bd_mono_ns() > end)
+			fail_msg("the waiter never set the flag");
+		test_sleep_ns(100 * TEST_US);
+	}
+	test_sleep_ns(20 * TEST_MS);
+	barrierd_ec_inc_sp(&f->ec);
+	waiter_join(&w);
+	assert_int_equal(w.ret, 0);
+	assert_int_equal(w.spy.blocks, 0); /* woken within the second */
+
+	/* Left alone: the block comes no earlier than a second after the wait began. */
+	waiter_start(&w2);
+	await_blocks(1);
+	barrierd_ec_inc_sp(&f->ec);
+	waiter_join(&w2);
+	assert_int_equal(w2.ret, 0);
+	assert_true(w2.spy.first_block_ns - w2.start_ns >= TEST_SEC);
+}
+
+/* A daemon that stopped is no barrier: the conservative second again. */
+static void test_wait_stopped_daemon(void **state)
+{
+	struct fx *f = *state;
+	struct waiter w = {.ec = &f->ec, .b = f->b, .old = 0, .timeout_ns = -1};
+
+	fake_stop_ticker(&f->s);
+	fake_stop(&f->s);
+	waiter_start(&w);
+	await_blocks(1);
+	barrierd_ec_inc_sp(&f->ec);
+	waiter_join(&w);
+	assert_int_equal(w.ret, 0);
+	assert_true(w.spy.first_block_ns - w.start_ns >= TEST_SEC);
+}
+
+/* Deadlines: in the indefinite block, in the conservative second, and 0. */
+static void test_deadline(void **state)
+{
+	struct fx *f = *state;
+	struct barrierd *bs[2] = {f->b, NULL};
+
+	for (int i = 0; i < 2; i++) {
+		struct waiter w = {.ec = &f->ec, .b = bs[i], .old = 0, .timeout_ns = 50 * TEST_MS};
+
+		waiter_start(&w);
+		waiter_join(&w);
+		assert_int_equal(w.ret, -ETIMEDOUT);
+		assert_true(w.end_ns - w.start_ns >= 50 * TEST_MS);
+		assert_int_equal(barrierd_ec_value(&f->ec), 0);
+	}
+	assert_int_equal(barrierd_ec_wait(&f->ec, f->b, 0, 0), -ETIMEDOUT);
+	/* A flag left by a wait that timed out costs the next increment one wake, no more. */
+	barrierd_ec_inc_sp(&f->ec);
+	assert_false(f->ec.word & BARRIERD_EC_FLAG);
+}
+
+struct pred_arg {
+	const struct barrierd_ec *ec;
+	int calls;   /* __atomic */
+	int stop_at; /* the call that returns 42 */
+};
+
+static int pred(const struct barrierd_ec *ec, void *arg)
+{
+	struct pred_arg *p = arg;
+	int n = __atomic_add_fetch(&p->calls, 1, __ATOMIC_ACQ_REL);
+
+	if (ec != p->ec)
+		return -1; /* (no cmocka assert outside the main thread) */
+	return n >= __atomic_load_n(&p->stop_at, __ATOMIC_ACQUIRE) ? 42 : 0;
+}
+
+/* The predicate: called before the first sleep and after every wake-up; its result ends it. */
+static void test_pred(void **state)
+{
+	struct fx *f = *state;
+	struct pred_arg pa = {.ec = &f->ec, .stop_at = 1};
+	int n0;
+	struct waiter w = {
+	    .ec = &f->ec, .b = f->b, .old = 0, .timeout_ns = -1, .pred = pred, .arg = &pa};
+	uint64_t end = bd_mono_ns() + GUARD_NS;
+
+	/* At once: no sleep at all. */
+	assert_int_equal(barrierd_ec_wait_pred(&f->ec, f->b, 0, pred, &pa, -1), 42);
+	assert_int_equal(pa.calls, 1);
+
+	/*
+	 * Called after every slice of the wait for the barrier too; once blocked, each spurious
+	 * wake-up asks again, and the third after the block ends it.
+	 */
+	pa.calls = 0;
+	pa.stop_at = INT32_MAX;
+	waiter_start(&w);
+	await_blocks(1);
+	n0 = __atomic_load_n(&pa.calls, __ATOMIC_ACQUIRE);
+	assert_true(n0 >= 1);
+	__atomic_store_n(&pa.stop_at, n0 + 3, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&w.done, __ATOMIC_ACQUIRE)) {
+		if (bd_mono_ns() > end)
+			fail_msg("the predicate never ended the wait");
+		syscall(SYS_futex, (uint32_t *)&f->ec.word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1,
+			NULL, NULL, 0);
+		test_sleep_ns(TEST_MS);
+	}
+	waiter_join(&w);
+	assert_int_equal(w.ret, 42);
+	assert_int_equal(pa.calls, n0 + 3);
+	assert_int_equal(barrierd_ec_value(&f->ec), 0);
+	/* A value that moved comes first: 0, not the predicate's result. */
+	barrierd_ec_inc_sp(&f->ec);
+	pa.calls = 0;
+	pa.stop_at = 1;
+	assert_int_equal(barrierd_ec_wait_pred(&f->ec, f->b, 0, pred, &pa, -1), 0);
+}
+
+/* BARRIERD_EC_SHARED: a waiter in another process, woken through a shared futex. */
+static void test_shared(void **state)
+{
+	struct fx *f = *state;
+	struct barrierd_ec *ec =
+	    mmap(NULL, sizeof(*ec), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	pid_t pid;
+	int st;
+
+	assert_true(ec != MAP_FAILED);
+	assert_int_equal(barrierd_ec_init(ec, 7, BARRIERD_EC_SHARED), 0);
+	spy_watch(&ec->word);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int r = barrierd_ec_wait(ec, f->b, 7, 30 * TEST_SEC);
+
+		_exit(r == 0 && barrierd_ec_value(ec) == 8 ? 0 : 1);
+	}
+	/* The child sleeps on the word as a shared futex: test_await_sleeper's wake finds it. */
+	assert_true(test_await_sleeper(&ec->word, GUARD_NS));
+	test_sleep_ns(20 * TEST_MS);
+	barrierd_ec_inc_sp(ec);
+	st = test_reap(pid, 20);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	munmap(ec, sizeof(*ec));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_value, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_no_waiter_no_call, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_mp, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_wait_moved_before, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_wait_blocked_sp, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_wait_blocked_mp, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_wait_no_daemon, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_wait_stopped_daemon, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_deadline, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pred, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_shared, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
