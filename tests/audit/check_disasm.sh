@@ -17,13 +17,18 @@
 #                                        LFENCE after its clock call before any branch, call
 #                                        (sched_getcpu) or load other than of its own stack, so
 #                                        before the CPU read and the slot loads
+#   check_disasm.sh ec     EC_FASTPATH   event counts (docs/PRIMITIVES.md §1): the single
+#                                        producer's increment (probe_inc_sp, probe_add_sp of
+#                                        tests/audit/ec_fastpath.c) stores to memory with one
+#                                        xadd and no lock prefix, and nothing else; the
+#                                        multi-producer's (probe_inc) with a lock xadd
 #
 # Exit status: 0 the code has the ordering, 1 it does not (a finding), 2 the check could not run.
 
 mode=$1
 file=$2
 if [ -z "$mode" ] || [ ! -r "$file" ]; then
-	echo "usage: $0 stamp|daemon|direct FILE" >&2
+	echo "usage: $0 stamp|daemon|direct|ec FILE" >&2
 	exit 2
 fi
 command -v objdump >/dev/null 2>&1 || { echo "objdump not found" >&2; exit 2; }
@@ -140,6 +145,41 @@ direct)
 		fail=1
 		;;
 	esac
+	;;
+ec)
+	# Memory writes of a function: xadd (locked or not) and every other instruction whose
+	# destination (AT&T: the last operand) is in memory, the stack aside.  A tail jump to
+	# barrierd_ec_wake is the slow path, after the xadd.
+	writes() {
+		body "$1" | awk '
+			/^(lock +)?xadd/ { print; next }
+			/^(call|push|pop|ret|j[a-z]+|cmp|test|nop|lea)/ { next }
+			{ n = split($0, op, ","); if (n > 1 && op[n] ~ /\(/ && op[n] !~ /%rsp/) print }'
+	}
+	for fn in probe_inc_sp probe_add_sp; do
+		b=$(body $fn)
+		[ -n "$b" ] || { echo "$fn not found in $file" >&2; exit 2; }
+		w=$(writes $fn)
+		if [ "$(printf '%s\n' "$w" | grep -c .)" = 1 ] && printf '%s\n' "$w" | grep -q '^xadd'; then
+			echo "$fn: one xadd without lock, no other store: $w"
+		else
+			echo "FAIL $fn: the single producer's increment is not one unlocked xadd" \
+				"(its memory writes: $(printf '%s' "$w" | tr '\n' ';'))"
+			fail=1
+		fi
+		printf '%s\n' "$b" | sed 's/^/    /'
+	done
+	b=$(body probe_inc)
+	[ -n "$b" ] || { echo "probe_inc not found in $file" >&2; exit 2; }
+	w=$(writes probe_inc)
+	if [ "$(printf '%s\n' "$w" | grep -c .)" = 1 ] && printf '%s\n' "$w" | grep -q '^lock'; then
+		echo "probe_inc: one locked xadd: $w"
+	else
+		echo "FAIL probe_inc: the multi-producer's increment is not one locked xadd" \
+			"(its memory writes: $(printf '%s' "$w" | tr '\n' ';'))"
+		fail=1
+	fi
+	printf '%s\n' "$b" | sed 's/^/    /'
 	;;
 *)
 	echo "unknown mode $mode" >&2
