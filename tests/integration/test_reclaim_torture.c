@@ -337,8 +337,8 @@ static void print_histogram(const char *what, const uint64_t *hist)
 		printf("    [%7llu, %7llu) us: %llu\n", k ? 1ULL << k : 0, 1ULL << (k + 1),
 		       (unsigned long long)hist[k]);
 	}
-	printf("  median age below %llu us, 99th percentile below %llu us\n",
-	       (unsigned long long)p50, (unsigned long long)p99);
+	printf("  median below %llu us, 99th percentile below %llu us\n", (unsigned long long)p50,
+	       (unsigned long long)p99);
 }
 
 /* One torture run; the readers' results in rd.  Returns the total violations. */
