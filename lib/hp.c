@@ -135,7 +135,8 @@ static long collect_locked(struct barrierd_hp *d)
 			if (p)
 				d->hazards[n++] = p;
 		}
-	qsort(d->hazards, n, sizeof(*d->hazards), cmp_ptr);
+	if (n > 1) /* (no records: hazards may still be NULL, which qsort must not get) */
+		qsort(d->hazards, n, sizeof(*d->hazards), cmp_ptr);
 	return (long)n;
 }
 

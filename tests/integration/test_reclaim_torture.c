@@ -294,12 +294,13 @@ static void writer(struct run *w)
 	unsigned i = 0;
 
 	while (bd_mono_ns() - start < w->seconds * TEST_SEC) {
-		struct obj *o = new_obj(++gen), *old;
+		struct obj *o, *old;
 		uint64_t t0;
 		int rc;
 
 		if (w->stop_at_first && __atomic_load_n(&violations_seen, __ATOMIC_RELAXED))
 			break;
+		o = new_obj(++gen);
 		old = __atomic_load_n(&slot[i], __ATOMIC_RELAXED);
 		__atomic_store_n(&slot[i], o, __ATOMIC_RELEASE);
 		w->replaced++;
