@@ -42,7 +42,10 @@ void barrierd_epoch_free(struct barrierd_epoch *e);
 struct barrierd_epoch_record *barrierd_epoch_register(struct barrierd_epoch *e);
 void barrierd_epoch_unregister(struct barrierd_epoch *e, struct barrierd_epoch_record *r);
 
-/* Read side: two plain loads and a plain store; no fence, no locked instruction. */
+/*
+ * Read side: two plain loads and a plain store; no fence, no locked instruction.  Sections do
+ * not nest; the objects the section loaded may be used until exit.
+ */
 static inline void barrierd_epoch_enter(struct barrierd_epoch_record *r)
 {
 	__atomic_store_n(&r->active, __atomic_load_n(r->global, __ATOMIC_RELAXED),
@@ -66,7 +69,12 @@ int barrierd_epoch_synchronize(struct barrierd_epoch *e, int64_t timeout_ns);
 /*
  * Free ptr with fn(ptr) once no reader can hold it (ptr already unlinked).  Batched: every
  * batch-th call synchronizes and frees the batch; the caller does not block otherwise.
- * 0, or a synchronize error (the objects stay retired).
+ * Concurrent callers take turns on a mutex; while one synchronizes and frees, the others sleep
+ * on it, so at most a batch is held.  fn runs in the caller that frees, under that mutex: it
+ * must not call retire or reclaim on the same domain.  Never inside a read section (the
+ * synchronize would wait for it).  0, or a synchronize error (the objects stay retired, the
+ * list grows past the batch, and the next call tries again); -ENOMEM (growing: ptr was not
+ * retired); -EINVAL (no domain or no fn).
  */
 int barrierd_epoch_retire(struct barrierd_epoch *e, void *ptr, void (*fn)(void *));
 /* Synchronize now and free everything retired before the call.  As synchronize. */
@@ -85,6 +93,7 @@ struct barrierd_hp_record {
 
 /* As barrierd_epoch_new: a domain over b, batch retired objects per scan (0: 64). */
 struct barrierd_hp *barrierd_hp_new(struct barrierd *b, unsigned batch);
+/* A final scan, then free; what a slot still holds (or all, if the barrier fails) leaks. */
 void barrierd_hp_free(struct barrierd_hp *d);
 struct barrierd_hp_record *barrierd_hp_register(struct barrierd_hp *d);
 void barrierd_hp_unregister(struct barrierd_hp *d, struct barrierd_hp_record *r);
@@ -111,15 +120,19 @@ static inline void *barrierd_hp_protect(struct barrierd_hp_record *r, unsigned s
 	}
 }
 
+/* The object protected in slot may be used until the slot's next store: this, or a protect. */
 static inline void barrierd_hp_clear(struct barrierd_hp_record *r, unsigned slot)
 {
 	__atomic_store_n(&r->hp[slot], NULL, __ATOMIC_RELEASE);
 }
 
 /*
- * Free ptr with fn(ptr) once no hazard pointer holds it (ptr already unlinked).  Every
- * batch-th call takes a barrier, scans every record, frees what no slot holds and keeps the
- * rest.  0, or the barrier's error (nothing freed).
+ * Free ptr with fn(ptr) once no hazard pointer holds it (ptr already unlinked, never linked
+ * again).  Every batch-th call takes a barrier, scans every record, frees what no slot holds
+ * and keeps the rest (at most one object per slot), so at most batch plus the slots of every
+ * record are held.  Concurrent callers and fn as for barrierd_epoch_retire().  0, or the
+ * barrier's error (nothing freed); -ENOMEM (ptr not retired, or no room for the scan's copy
+ * of the slots: nothing freed); -EINVAL.
  */
 int barrierd_hp_retire(struct barrierd_hp *d, void *ptr, void (*fn)(void *));
 /* Barrier, scan and free now.  As retire. */

@@ -272,4 +272,31 @@ int bd_owner_trusted(uid_t owner, uid_t trusted_uid, int trusted_uid_set);
 /* membarrier(MEMBARRIER_CMD_GLOBAL): 0 or its -errno, never a success it did not get. */
 int bd_fallback_membarrier(void);
 
+/* ---- reclamation (lib/retire.c, lib/epoch.c, lib/hp.c) ---------------------------------- */
+
+/* A retired object and the function that frees it. */
+struct bd_retired {
+	void *ptr;
+	void (*fn)(void *);
+};
+
+/* A growable list of them; owned by a domain, under its mutex. */
+struct bd_retired_list {
+	struct bd_retired *v;
+	size_t n, cap;
+};
+
+/* The barrier both schemes take: barrierd_barrier(b), or membarrier(GLOBAL) without b. */
+int bd_reclaim_barrier(struct barrierd *b, int64_t timeout_ns);
+/* Append (growing the list): 0 or -ENOMEM (nothing appended). */
+int bd_retired_push(struct bd_retired_list *l, void *ptr, void (*fn)(void *));
+/* A raw-clock deadline timeout_ns from now (UINT64_MAX for < 0), and what is left of it. */
+uint64_t bd_reclaim_deadline(int64_t timeout_ns);
+int64_t bd_reclaim_left(uint64_t deadline);
+/*
+ * The next step of a writer's wait for a reader: a pause for the first few steps, then sleeps
+ * from 1 us doubling to 1 ms, never past deadline.  0, or -ETIMEDOUT.
+ */
+int bd_reclaim_backoff(unsigned *step, uint64_t deadline);
+
 #endif

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What epochs (lib/epoch.c) and hazard pointers (lib/hp.c) share on their slow side: the
+ * barrier that stands in for their readers' fences, the list of retired objects, and the
+ * sleep of a writer that waits for a reader.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* Pauses a waiting writer polls before its first sleep. */
+#define BD_RECLAIM_POLLS 64u
+
+int bd_reclaim_barrier(struct barrierd *b, int64_t timeout_ns)
+{
+	/*
+	 * No handle: membarrier(GLOBAL) is the same guarantee (every CPU serialised after the
+	 * call began), paid for with the kernel's grace period instead of the daemon's evidence.
+	 */
+	if (!b)
+		return bd_fallback_membarrier();
+	return barrierd_barrier(b, timeout_ns);
+}
+
+int bd_retired_push(struct bd_retired_list *l, void *ptr, void (*fn)(void *))
+{
+	if (l->n == l->cap) {
+		/*
+		 * Only past the batch: after a failed barrier (the objects stay retired), or while
+		 * hazard pointers hold retired objects.  Doubling keeps pushes amortised O(1).
+		 */
+		size_t cap = l->cap ? 2 * l->cap : 64;
+		struct bd_retired *v = realloc(l->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = (struct bd_retired){.ptr = ptr, .fn = fn};
+	return 0;
+}
+
+uint64_t bd_reclaim_deadline(int64_t timeout_ns)
+{
+	return timeout_ns < 0 ? UINT64_MAX : bd_clock_raw() + (uint64_t)timeout_ns;
+}
+
+int64_t bd_reclaim_left(uint64_t deadline)
+{
+	uint64_t now;
+
+	if (deadline == UINT64_MAX)
+		return -1;
+	now = bd_clock_raw();
+	return now >= deadline ? 0 : (int64_t)(deadline - now);
+}
+
+int bd_reclaim_backoff(unsigned *step, uint64_t deadline)
+{
+	/*
+	 * A reader inside its section holds the writer until it leaves.  Sections are usually
+	 * far shorter than a sleep (whose timer slack alone is 50 us): first a bounded poll of
+	 * BD_RECLAIM_POLLS pauses, a few microseconds in all, then sleeps from 1 us doubling to
+	 * 1 ms, so that a long section costs the writer no CPU.  The readers never wake anyone:
+	 * they only store, so the writer polls.
+	 */
+	uint64_t ns;
+	int64_t left;
+	struct timespec ts;
+
+	if (*step < BD_RECLAIM_POLLS) {
+		(*step)++;
+		__builtin_ia32_pause();
+		return 0;
+	}
+	left = bd_reclaim_left(deadline);
+	if (left == 0)
+		return -ETIMEDOUT;
+	ns = 1000ULL << (*step - BD_RECLAIM_POLLS < 10 ? *step - BD_RECLAIM_POLLS : 10);
+	if (left > 0 && (uint64_t)left < ns)
+		ns = (uint64_t)left;
+	if (*step < BD_RECLAIM_POLLS + 10)
+		(*step)++;
+	ts.tv_sec = (time_t)(ns / 1000000000ULL);
+	ts.tv_nsec = (long)(ns % 1000000000ULL);
+	nanosleep(&ts, NULL);
+	return 0;
+}
