@@ -37,9 +37,12 @@ struct barrierd_epoch {
 	_Alignas(128) struct epoch_rec *head;
 	struct barrierd *b;
 	unsigned batch;
-	/* The retire side: the retired objects, and one retirer at a time. */
+	/*
+	 * The retire side, under the mutex: the retired objects, and a spare buffer (a
+	 * reclaimed batch's) for the list to restart on once a writer has detached it.
+	 */
 	pthread_mutex_t lock;
-	struct bd_retired_list retired;
+	struct bd_retired_list retired, spare;
 };
 
 BDLIB_EXPORT struct barrierd_epoch *barrierd_epoch_new(struct barrierd *b, unsigned batch)
@@ -52,7 +55,7 @@ BDLIB_EXPORT struct barrierd_epoch *barrierd_epoch_new(struct barrierd *b, unsig
 	e->global = 1;
 	e->b = b;
 	e->batch = batch ? batch : 64;
-	/* The batch's room up front: retire() allocates only after a failed synchronize. */
+	/* The batch's room up front: retire() allocates only while batches are being reclaimed. */
 	e->retired.v = malloc(e->batch * sizeof(*e->retired.v));
 	if (!e->retired.v) {
 		free(e);
@@ -168,63 +171,82 @@ BDLIB_EXPORT int barrierd_epoch_synchronize(struct barrierd_epoch *e, int64_t ti
 	return 0;
 }
 
-/* Synchronize and free every object retired so far.  Called with e->lock held. */
-static int reclaim_locked(struct barrierd_epoch *e)
-{
-	size_t n = e->retired.n;
-	int ret;
+/*
+ * The domain whose free functions this thread is running (NULL: none).  A free function that
+ * retires on the same domain only queues (a reclaim from there would recurse into the free
+ * functions, and the caller's own batch is not finished); one that reclaims gets -EDEADLK.
+ */
+static __thread const struct barrierd_epoch *freeing;
 
-	if (!n)
-		return 0;
-	/*
-	 * Every object in the list was unlinked before its retire() call, and that call made
-	 * the list entry under this mutex: its unlinks were visible before it released the
-	 * mutex (stores in order, F1), so before we took it, so before the increment below.
-	 */
-	ret = barrierd_epoch_synchronize(e, -1);
-	if (ret)
-		return ret; /* they stay retired: the next call tries again */
-	/*
-	 * The free functions run under the mutex: other retirers wait (they would otherwise add
-	 * to what we are freeing), and a free function must not call retire or reclaim on this
-	 * domain (include/barrierd_reclaim.h).
-	 */
-	for (size_t i = 0; i < n; i++)
-		e->retired.v[i].fn(e->retired.v[i].ptr);
-	e->retired.n = 0;
-	return 0;
+/*
+ * Synchronize and free the batch the caller detached.  Outside the mutex, so that a reader
+ * that stays in its section blocks this writer only, and so that a free function runs with no
+ * lock held.  Several writers may do so at once, each with its own batch: every object in a
+ * batch was unlinked before its retire() call, which appended it under the mutex; the unlinks
+ * were visible before that call released the mutex (stores in order, F1), so before the
+ * detaching writer took it, so before the increment of its own synchronize, which is all §2's
+ * argument needs.  Other writers' synchronizes neither help nor hinder it.
+ */
+static int reclaim_batch(struct barrierd_epoch *e, struct bd_retired_list *batch)
+{
+	const struct barrierd_epoch *outer = freeing;
+	int ret = barrierd_epoch_synchronize(e, -1);
+
+	if (!ret) {
+		freeing = e;
+		for (size_t i = 0; i < batch->n; i++)
+			batch->v[i].fn(batch->v[i].ptr);
+		freeing = outer;
+		batch->n = 0;
+	}
+	/* On failure the objects go back on the list: they stay retired, the next call retries. */
+	pthread_mutex_lock(&e->lock);
+	(void)bd_retired_requeue(&e->retired, &e->spare, batch);
+	pthread_mutex_unlock(&e->lock);
+	return ret;
 }
 
 BDLIB_EXPORT int barrierd_epoch_retire(struct barrierd_epoch *e, void *ptr, void (*fn)(void *))
 {
+	struct bd_retired_list batch = {0};
 	int ret;
 
 	if (!e || !fn)
 		return -EINVAL;
 	/*
-	 * One mutex on the slow side, never on the read side.  Concurrent retirers take turns;
-	 * the one whose object fills the batch synchronizes and frees while the others sleep on
-	 * the mutex, so no more than a batch is ever held (unless synchronize fails: then the
-	 * list grows, and the objects stay retired for the next attempt).
+	 * One mutex on the slow side, never on the read side, held only to append and detach.
+	 * The call whose object fills the batch takes the whole list and reclaims it after
+	 * releasing the mutex.  Once ptr is on the list this call returns 0, whatever the
+	 * reclaim does: a failed synchronize leaves it retired for the next call (or for an
+	 * explicit reclaim, which reports the error), so a nonzero return always means "ptr
+	 * was not taken", and a caller that frees it then cannot free it twice.
 	 */
 	pthread_mutex_lock(&e->lock);
 	ret = bd_retired_push(&e->retired, ptr, fn);
-	if (!ret && e->retired.n >= e->batch)
-		ret = reclaim_locked(e);
+	if (ret || e->retired.n < e->batch || freeing == e) {
+		pthread_mutex_unlock(&e->lock);
+		return ret;
+	}
+	bd_retired_detach(&e->retired, &e->spare, &batch);
 	pthread_mutex_unlock(&e->lock);
-	return ret;
+	(void)reclaim_batch(e, &batch);
+	return 0;
 }
 
 BDLIB_EXPORT int barrierd_epoch_reclaim(struct barrierd_epoch *e)
 {
-	int ret;
+	struct bd_retired_list batch = {0};
 
 	if (!e)
 		return -EINVAL;
+	if (freeing == e)
+		return -EDEADLK;
 	pthread_mutex_lock(&e->lock);
-	ret = reclaim_locked(e);
+	if (e->retired.n)
+		bd_retired_detach(&e->retired, &e->spare, &batch);
 	pthread_mutex_unlock(&e->lock);
-	return ret;
+	/* Nothing retired (here; other writers may be reclaiming theirs): nothing to wait for. */
+	return batch.n ? reclaim_batch(e, &batch) : 0;
 }
 
 BDLIB_EXPORT void barrierd_epoch_free(struct barrierd_epoch *e)
@@ -239,14 +261,13 @@ BDLIB_EXPORT void barrierd_epoch_free(struct barrierd_epoch *e)
 	 * reclaim still takes its barrier.  If even that fails, the objects leak rather than
 	 * being freed under a reader.
 	 */
-	pthread_mutex_lock(&e->lock);
-	(void)reclaim_locked(e);
-	pthread_mutex_unlock(&e->lock);
+	(void)barrierd_epoch_reclaim(e);
 	for (r = e->head; r; r = next) {
 		next = r->next;
 		free(r);
 	}
 	free(e->retired.v);
+	free(e->spare.v);
 	pthread_mutex_destroy(&e->lock);
 	free(e);
 }

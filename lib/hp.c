@@ -28,12 +28,10 @@ struct barrierd_hp {
 	_Alignas(128) struct hp_rec *head;
 	struct barrierd *b;
 	unsigned batch;
-	/* The retire side, under one mutex (never taken by readers). */
+	/* The retire side, under one mutex (never taken by readers); spare as in lib/epoch.c. */
 	pthread_mutex_t lock;
-	struct bd_retired_list retired;
-	size_t kept;	/* objects a slot still held at the latest scan */
-	void **hazards; /* the scan's copy of the slots, sorted */
-	size_t hcap;
+	struct bd_retired_list retired, spare;
+	size_t kept; /* objects a slot still held at the latest scan */
 };
 
 BDLIB_EXPORT struct barrierd_hp *barrierd_hp_new(struct barrierd *b, unsigned batch)
@@ -108,79 +106,86 @@ static int cmp_ptr(const void *a, const void *b)
 }
 
 /*
- * Copy every non-NULL slot into d->hazards, sorted; how many.  The records are those of one
- * load of head (the list only grows at its head, and a record's next never changes), counted
- * first so that the copy has room.  -ENOMEM when it cannot have.
+ * Copy every non-NULL slot into a new array, sorted; how many in *n.  The records are those of
+ * one load of head (the list only grows at its head, and a record's next never changes),
+ * counted first so that the copy has room.  0 (*out NULL if no record) or -ENOMEM.
  */
-static long collect_locked(struct barrierd_hp *d)
+static int collect(const struct barrierd_hp *d, void ***out, size_t *n)
 {
 	const struct hp_rec *first = __atomic_load_n(&d->head, __ATOMIC_ACQUIRE), *r;
-	size_t nrec = 0, n = 0;
+	size_t nrec = 0;
+	void **h;
 
+	*out = NULL;
+	*n = 0;
 	for (r = first; r; r = r->next)
 		nrec++;
-	if (nrec * BARRIERD_HP_SLOTS > d->hcap) {
-		size_t cap = nrec * BARRIERD_HP_SLOTS * 2;
-		void **h = realloc(d->hazards, cap * sizeof(*h));
-
-		if (!h)
-			return -ENOMEM;
-		d->hazards = h;
-		d->hcap = cap;
-	}
+	if (!nrec)
+		return 0;
+	h = malloc(nrec * BARRIERD_HP_SLOTS * sizeof(*h));
+	if (!h)
+		return -ENOMEM;
 	for (r = first; r; r = r->next)
 		for (unsigned i = 0; i < BARRIERD_HP_SLOTS; i++) {
 			void *p = __atomic_load_n(&r->pub.hp[i], __ATOMIC_ACQUIRE);
 
 			if (p)
-				d->hazards[n++] = p;
+				h[(*n)++] = p;
 		}
-	if (n > 1) /* (no records: hazards may still be NULL, which qsort must not get) */
-		qsort(d->hazards, n, sizeof(*d->hazards), cmp_ptr);
-	return (long)n;
+	if (*n > 1)
+		qsort(h, *n, sizeof(*h), cmp_ptr);
+	*out = h;
+	return 0;
 }
 
-/* Barrier, scan, free what no slot holds.  Called with d->lock held. */
-static int scan_locked(struct barrierd_hp *d)
+/* As lib/epoch.c's: the domain whose free functions this thread runs. */
+static __thread const struct barrierd_hp *freeing;
+
+/*
+ * Barrier, scan, free what no slot holds, for the batch the caller detached; outside the
+ * mutex, so that the free functions run with no lock held and several writers may scan at
+ * once, each its own batch.  Every object in it was unlinked before its retire() call, which
+ * appended it under the mutex: those unlinks were visible before that call released the mutex
+ * (F1), so before this writer took it to detach, so before its barrier's stamp T.  After the
+ * barrier every CPU has serialised past T: a publication the loads below do not see was made
+ * after its CPU's serialising point, and the validating load after it sees the unlink and
+ * fails (docs/PRIMITIVES.md §3).  What a slot still holds goes back on the list.
+ */
+static int scan_batch(struct barrierd_hp *d, struct bd_retired_list *batch)
 {
-	size_t keep = 0;
-	long nh;
+	const struct barrierd_hp *outer = freeing;
+	size_t keep = 0, nh = 0;
+	void **hz = NULL;
 	int ret;
 
-	if (!d->retired.n)
-		return 0;
-	/*
-	 * Every retired object was unlinked before its retire() call, whose list entry was made
-	 * under this mutex: those unlinks were visible before we took it (F1), so before the
-	 * barrier's stamp T.  After the barrier every CPU has serialised past T: a publication
-	 * the loads below do not see was made after its CPU's serialising point, and the
-	 * validating load after it sees the unlink and fails (docs/PRIMITIVES.md §3).
-	 */
 	ret = bd_reclaim_barrier(d->b, -1);
-	if (ret)
-		return ret; /* nothing freed: the objects stay retired */
-	nh = collect_locked(d);
-	if (nh < 0)
-		return (int)nh;
-	/*
-	 * Free functions run under the mutex: they must not call retire or reclaim on this domain
-	 * (include/barrierd_reclaim.h).
-	 */
-	for (size_t i = 0; i < d->retired.n; i++) {
-		struct bd_retired o = d->retired.v[i];
+	if (!ret)
+		ret = collect(d, &hz, &nh);
+	if (!ret) {
+		freeing = d;
+		for (size_t i = 0; i < batch->n; i++) {
+			struct bd_retired o = batch->v[i];
 
-		if (nh && bsearch(&o.ptr, d->hazards, (size_t)nh, sizeof(*d->hazards), cmp_ptr))
-			d->retired.v[keep++] = o;
-		else
-			o.fn(o.ptr);
+			if (nh && bsearch(&o.ptr, hz, nh, sizeof(*hz), cmp_ptr))
+				batch->v[keep++] = o;
+			else
+				o.fn(o.ptr);
+		}
+		freeing = outer;
+		batch->n = keep;
 	}
-	d->retired.n = keep;
-	d->kept = keep;
-	return 0;
+	free(hz);
+	/* Failed (nothing freed) or kept: the objects stay retired for the next scan. */
+	pthread_mutex_lock(&d->lock);
+	d->kept = batch->n;
+	(void)bd_retired_requeue(&d->retired, &d->spare, batch);
+	pthread_mutex_unlock(&d->lock);
+	return ret;
 }
 
 BDLIB_EXPORT int barrierd_hp_retire(struct barrierd_hp *d, void *ptr, void (*fn)(void *))
 {
+	struct bd_retired_list batch = {0};
 	int ret;
 
 	if (!d || !fn)
@@ -188,27 +193,37 @@ BDLIB_EXPORT int barrierd_hp_retire(struct barrierd_hp *d, void *ptr, void (*fn)
 	/*
 	 * A scan every batch retirements beyond what the latest scan had to keep: objects still
 	 * protected number at most the slots, so the list holds at most batch plus the slots of
-	 * every record, and each scan has a batch of objects to free at least once their readers
-	 * move on.  Concurrent retirers take turns on the mutex, as with epochs.
+	 * every record (plus the batches writers are scanning), and each scan has a batch of
+	 * objects to free at least once their readers move on.  As with epochs, the mutex is held
+	 * only to append and detach, and once ptr is on the list the call returns 0: a failed
+	 * scan (barrier, or no memory for the copy of the slots) leaves it retired, to be
+	 * retried by the next retire or reported by reclaim.
 	 */
 	pthread_mutex_lock(&d->lock);
 	ret = bd_retired_push(&d->retired, ptr, fn);
-	if (!ret && d->retired.n >= d->kept + d->batch)
-		ret = scan_locked(d);
+	if (ret || d->retired.n < d->kept + d->batch || freeing == d) {
+		pthread_mutex_unlock(&d->lock);
+		return ret;
+	}
+	bd_retired_detach(&d->retired, &d->spare, &batch);
 	pthread_mutex_unlock(&d->lock);
-	return ret;
+	(void)scan_batch(d, &batch);
+	return 0;
 }
 
 BDLIB_EXPORT int barrierd_hp_reclaim(struct barrierd_hp *d)
 {
-	int ret;
+	struct bd_retired_list batch = {0};
 
 	if (!d)
 		return -EINVAL;
+	if (freeing == d)
+		return -EDEADLK;
 	pthread_mutex_lock(&d->lock);
-	ret = scan_locked(d);
+	if (d->retired.n)
+		bd_retired_detach(&d->retired, &d->spare, &batch);
 	pthread_mutex_unlock(&d->lock);
-	return ret;
+	return batch.n ? scan_batch(d, &batch) : 0;
 }
 
 BDLIB_EXPORT void barrierd_hp_free(struct barrierd_hp *d)
@@ -221,15 +236,13 @@ BDLIB_EXPORT void barrierd_hp_free(struct barrierd_hp *d)
 	 * A final scan, barrier included; what a slot still holds then, or everything if the
 	 * barrier fails, is leaked rather than freed under a reader.
 	 */
-	pthread_mutex_lock(&d->lock);
-	(void)scan_locked(d);
-	pthread_mutex_unlock(&d->lock);
+	(void)barrierd_hp_reclaim(d);
 	for (r = d->head; r; r = next) {
 		next = r->next;
 		free(r);
 	}
 	free(d->retired.v);
-	free(d->hazards);
+	free(d->spare.v);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
 }

@@ -290,6 +290,19 @@ struct bd_retired_list {
 int bd_reclaim_barrier(struct barrierd *b, int64_t timeout_ns);
 /* Append (growing the list): 0 or -ENOMEM (nothing appended). */
 int bd_retired_push(struct bd_retired_list *l, void *ptr, void (*fn)(void *));
+/*
+ * Under the domain's mutex: move l's objects to *batch, so that they are synchronized and freed
+ * outside the mutex, and restart l on the spare buffer if there is one (pushes need not allocate).
+ */
+void bd_retired_detach(struct bd_retired_list *l, struct bd_retired_list *spare,
+		       struct bd_retired_list *batch);
+/*
+ * Under the mutex: put what is left in batch (objects not freed) back on l, then keep batch's
+ * buffer as the spare or free it.  0, or -ENOMEM: l could not grow, and the objects left are
+ * leaked (never freed under a reader, never handed back to a caller).
+ */
+int bd_retired_requeue(struct bd_retired_list *l, struct bd_retired_list *spare,
+		       struct bd_retired_list *batch);
 /* A raw-clock deadline timeout_ns from now (UINT64_MAX for < 0), and what is left of it. */
 uint64_t bd_reclaim_deadline(int64_t timeout_ns);
 int64_t bd_reclaim_left(uint64_t deadline);

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* Pauses a waiting writer polls before its first sleep. */
@@ -41,6 +42,53 @@ int bd_retired_push(struct bd_retired_list *l, void *ptr, void (*fn)(void *))
 	}
 	l->v[l->n++] = (struct bd_retired){.ptr = ptr, .fn = fn};
 	return 0;
+}
+
+void bd_retired_detach(struct bd_retired_list *l, struct bd_retired_list *spare,
+		       struct bd_retired_list *batch)
+{
+	*batch = *l;
+	*l = *spare;
+	l->n = 0;
+	*spare = (struct bd_retired_list){0};
+}
+
+int bd_retired_requeue(struct bd_retired_list *l, struct bd_retired_list *spare,
+		       struct bd_retired_list *batch)
+{
+	int ret = 0;
+
+	if (batch->n && !l->n && l->cap <= batch->cap) {
+		/* Nothing retired meanwhile: the batch becomes the list again, with no copy. */
+		struct bd_retired_list t = *l;
+
+		*l = *batch;
+		*batch = t;
+	} else if (batch->n) {
+		if (l->cap - l->n < batch->n) {
+			size_t cap = l->n + batch->n;
+			struct bd_retired *v = realloc(l->v, cap * sizeof(*v));
+
+			if (v) {
+				l->v = v;
+				l->cap = cap;
+			}
+		}
+		if (l->cap - l->n >= batch->n) {
+			memcpy(l->v + l->n, batch->v, batch->n * sizeof(*batch->v));
+			l->n += batch->n;
+		} else {
+			ret = -ENOMEM;
+		}
+	}
+	batch->n = 0;
+	if (!spare->v && batch->v) {
+		*spare = *batch;
+	} else {
+		free(batch->v);
+	}
+	*batch = (struct bd_retired_list){0};
+	return ret;
 }
 
 uint64_t bd_reclaim_deadline(int64_t timeout_ns)

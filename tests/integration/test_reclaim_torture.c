@@ -107,6 +107,7 @@ struct run {
 	uint64_t replaced, retire_errors, retire_ns_max, elapsed_ns;
 	uint64_t retire_hist[NBUCKETS]; /* how long retire() took, log2 buckets of us */
 	int first_error;
+	int reclaim_rc; /* the explicit reclaim after the run */
 };
 
 static _Alignas(128) struct obj *slot[MAX_SLOTS];
@@ -114,8 +115,8 @@ static _Alignas(128) int stop;
 static _Alignas(128) uint64_t violations_seen;
 static struct run *R;
 
-/* The free side: only the writer retires, so only it runs poison_free (under the domain's mutex).
- */
+/* The free side: only the writer retires, so only it runs poison_free (outside the domain's mutex,
+ * but in the writer's thread). */
 static struct obj *quarantine[QUARANTINE];
 static unsigned q_head, q_len;
 static uint64_t freed, age_hist[NBUCKETS];
@@ -386,7 +387,13 @@ static uint64_t torture(struct run *w, struct reader *rd, int *cpus, int ncpus)
 		violations += rd[i].violations;
 		poisoned += rd[i].poisoned;
 	}
-	/* The domain's final reclaim frees what is still retired (readers are gone). */
+	/*
+	 * retire() returns 0 once it took the object, whatever its reclaim did: a failed
+	 * synchronize or scan shows here, in an explicit reclaim (readers are gone).  Then the
+	 * domain's final reclaim frees what is still retired.
+	 */
+	w->reclaim_rc =
+	    w->scheme == EPOCH ? barrierd_epoch_reclaim(w->ep) : barrierd_hp_reclaim(w->hp);
 	if (w->scheme == EPOCH)
 		barrierd_epoch_free(w->ep);
 	else
@@ -456,6 +463,7 @@ static void real(enum scheme scheme, int nreaders, unsigned batch, int nslots)
 	if (w.retire_errors)
 		fail_msg("%llu retires failed (first: %d)", (unsigned long long)w.retire_errors,
 			 w.first_error);
+	assert_int_equal(w.reclaim_rc, 0);
 	assert_true(freed > 0);
 	for (int i = 0; i < nreaders; i++)
 		assert_true(rd[i].sections > 0);
@@ -484,6 +492,169 @@ static void hp_torture_2readers(void **state)
 {
 	(void)state;
 	real(HP, 2, 16, 4);
+}
+
+/* ---- the retire side's contract: no lock held while waiting or freeing ------------------- */
+
+static _Alignas(128) uint64_t nfreed;
+
+static void count_free(void *p)
+{
+	free(p);
+	__atomic_add_fetch(&nfreed, 1, __ATOMIC_RELAXED);
+}
+
+static int retire_any(enum scheme scheme, void *dom, void *p, void (*fn)(void *))
+{
+	return scheme == EPOCH ? barrierd_epoch_retire(dom, p, fn) : barrierd_hp_retire(dom, p, fn);
+}
+
+static int reclaim_any(enum scheme scheme, void *dom)
+{
+	return scheme == EPOCH ? barrierd_epoch_reclaim(dom) : barrierd_hp_reclaim(dom);
+}
+
+/* A free function that retires on its own domain, and tries to reclaim there. */
+static struct {
+	enum scheme scheme;
+	void *dom;
+	int retire_rc, reclaim_rc, calls;
+} nested;
+
+static void free_and_retire(void *p)
+{
+	nested.calls++;
+	/* The child: only queued (this thread is inside the domain's free functions). */
+	nested.retire_rc = retire_any(nested.scheme, nested.dom, malloc(16), count_free);
+	nested.reclaim_rc = reclaim_any(nested.scheme, nested.dom);
+	count_free(p);
+}
+
+static void free_retires(enum scheme scheme)
+{
+	struct barrierd *b;
+	void *dom;
+
+	assert_int_equal(h_start(&H, -1, NULL), 0);
+	assert_int_equal(barrierd_open(&b, H.state), 0);
+	dom = scheme == EPOCH ? (void *)barrierd_epoch_new(b, 1) : (void *)barrierd_hp_new(b, 1);
+	assert_non_null(dom);
+	nested.scheme = scheme;
+	nested.dom = dom;
+	nested.retire_rc = nested.reclaim_rc = -1;
+	nested.calls = 0;
+	__atomic_store_n(&nfreed, 0, __ATOMIC_RELAXED);
+	/* Batch 1: this retire reclaims, and its free function retires the child (no deadlock). */
+	assert_int_equal(retire_any(scheme, dom, malloc(16), free_and_retire), 0);
+	assert_int_equal(nested.calls, 1);
+	assert_int_equal(nested.retire_rc, 0);
+	assert_int_equal(nested.reclaim_rc, -EDEADLK);
+	assert_int_equal(__atomic_load_n(&nfreed, __ATOMIC_RELAXED), 1);
+	/* The child stayed retired; the next reclaim, outside, frees it. */
+	assert_int_equal(reclaim_any(scheme, dom), 0);
+	assert_int_equal(__atomic_load_n(&nfreed, __ATOMIC_RELAXED), 2);
+	if (scheme == EPOCH)
+		barrierd_epoch_free(dom);
+	else
+		barrierd_hp_free(dom);
+	barrierd_close(b);
+}
+
+static void epoch_torture_free_retires(void **state)
+{
+	(void)state;
+	free_retires(EPOCH);
+}
+
+static void hp_torture_free_retires(void **state)
+{
+	(void)state;
+	free_retires(HP);
+}
+
+/*
+ * A reader that stays in its section holds the retirer whose batch must wait for it, and only
+ * that one: another thread's retire that does not fill a batch returns at once (it used to
+ * sleep on the domain's mutex behind the waiting retirer), and a synchronize with a deadline
+ * times out.
+ */
+struct stuck {
+	struct barrierd_epoch *e;
+	int started, done;
+	int rc[2]; /* what the thread's calls returned (cmocka asserts only in the main thread) */
+};
+
+static void *blocked_retirer(void *arg)
+{
+	struct stuck *s = arg;
+
+	s->rc[0] = barrierd_epoch_retire(s->e, malloc(16), count_free);
+	__atomic_store_n(&s->started, 1, __ATOMIC_RELEASE);
+	/* The second fills the batch of 2: a synchronize that waits for the reader. */
+	s->rc[1] = barrierd_epoch_retire(s->e, malloc(16), count_free);
+	__atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void *other_retirer(void *arg)
+{
+	struct stuck *s = arg;
+
+	s->rc[0] = barrierd_epoch_retire(s->e, malloc(16), count_free);
+	s->rc[1] = barrierd_epoch_synchronize(s->e, 20 * 1000 * 1000);
+	__atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static int wait_flag(const int *f, uint64_t ns)
+{
+	uint64_t t0 = bd_mono_ns();
+
+	while (!__atomic_load_n(f, __ATOMIC_ACQUIRE))
+		if (bd_mono_ns() - t0 > ns)
+			return 0;
+		else
+			usleep(1000);
+	return 1;
+}
+
+static void epoch_torture_stuck_reader(void **state)
+{
+	struct barrierd *b;
+	struct barrierd_epoch_record *r;
+	struct stuck sa = {0}, sb = {0};
+	pthread_t ta, tb;
+
+	(void)state;
+	assert_int_equal(h_start(&H, -1, NULL), 0);
+	assert_int_equal(barrierd_open(&b, H.state), 0);
+	sa.e = sb.e = barrierd_epoch_new(b, 2);
+	assert_non_null(sa.e);
+	__atomic_store_n(&nfreed, 0, __ATOMIC_RELAXED);
+	r = barrierd_epoch_register(sa.e);
+	assert_non_null(r);
+	barrierd_epoch_enter(r);
+	assert_int_equal(pthread_create(&ta, NULL, blocked_retirer, &sa), 0);
+	assert_true(wait_flag(&sa.started, 10 * TEST_SEC));
+	usleep(100 * 1000); /* long enough for its synchronize to be waiting for us */
+	assert_false(__atomic_load_n(&sa.done, __ATOMIC_ACQUIRE));
+	/* The other writer is not held: it queues, and its own synchronize times out. */
+	assert_int_equal(pthread_create(&tb, NULL, other_retirer, &sb), 0);
+	assert_true(wait_flag(&sb.done, 10 * TEST_SEC));
+	pthread_join(tb, NULL);
+	assert_int_equal(sb.rc[0], 0);
+	assert_int_equal(sb.rc[1], -ETIMEDOUT);
+	assert_int_equal(__atomic_load_n(&nfreed, __ATOMIC_RELAXED), 0);
+	barrierd_epoch_exit(r);
+	pthread_join(ta, NULL);
+	assert_int_equal(sa.rc[0], 0);
+	assert_int_equal(sa.rc[1], 0);
+	assert_int_equal(__atomic_load_n(&nfreed, __ATOMIC_RELAXED), 2);
+	assert_int_equal(barrierd_epoch_reclaim(sa.e), 0);
+	assert_int_equal(__atomic_load_n(&nfreed, __ATOMIC_RELAXED), 3);
+	barrierd_epoch_unregister(sa.e, r);
+	barrierd_epoch_free(sa.e);
+	barrierd_close(b);
 }
 
 /* ---- the controls: a sham barrier ------------------------------------------------------- */
@@ -536,7 +707,7 @@ static void control(enum scheme scheme, enum barrier_kind kind)
 	v = torture(&w, rd, cpus, ncpus);
 	barrierd_close(w.b);
 	fake_destroy(&d);
-	need(w.retire_errors == 0, "retire");
+	need(w.retire_errors == 0 && w.reclaim_rc == 0, "retire");
 	need(rd[0].sections > 0 && w.replaced > 0, "progress");
 	/* The control is caught: the test fails, and its ctest (expect_caught.sh) passes. */
 	if (v)
@@ -596,6 +767,9 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(epoch_torture_2readers, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(hp_torture_1reader, h_setup, h_teardown),
 	    cmocka_unit_test_setup_teardown(hp_torture_2readers, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(epoch_torture_free_retires, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(hp_torture_free_retires, h_setup, h_teardown),
+	    cmocka_unit_test_setup_teardown(epoch_torture_stuck_reader, h_setup, h_teardown),
 	    cmocka_unit_test(epoch_control),
 	    cmocka_unit_test(epoch_control_doorbell),
 	    cmocka_unit_test(hp_control),
