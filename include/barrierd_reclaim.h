@@ -43,8 +43,12 @@ struct barrierd_epoch_record *barrierd_epoch_register(struct barrierd_epoch *e);
 void barrierd_epoch_unregister(struct barrierd_epoch *e, struct barrierd_epoch_record *r);
 
 /*
- * Read side: two plain loads and a plain store; no fence, no locked instruction.  Sections do
- * not nest; the objects the section loaded may be used until exit.
+ * Read side: two plain loads and a plain store; no fence, no locked instruction.  The objects
+ * the section loaded may be used until exit.  Sections do not nest: an inner enter overwrites
+ * the outer epoch and an inner exit stores 0 while the outer section is still reading.  For the
+ * same reason they are not async-signal safe on one record: a signal handler's enter/exit on
+ * the interrupted thread's record leaves it at 0 under the interrupted section, whose objects
+ * may then be freed.  A handler that reads needs a record of its own, or must not read.
  */
 static inline void barrierd_epoch_enter(struct barrierd_epoch_record *r)
 {
@@ -63,21 +67,35 @@ static inline void barrierd_epoch_exit(struct barrierd_epoch_record *r)
 /*
  * Wait until every reader that may have seen memory unlinked before this call has left its
  * read section: advance the epoch, take a barrier, wait for every record that shows an older
- * epoch.  timeout_ns < 0: no deadline.  0, -ETIMEDOUT, or the barrier's error.
+ * epoch.  timeout_ns < 0: no deadline, and then a reader that never leaves its section blocks
+ * the call for ever (as it blocks every retire that synchronizes, below).  Takes no lock: may
+ * run in several threads at once.  0, -ETIMEDOUT, or the barrier's error.
  */
 int barrierd_epoch_synchronize(struct barrierd_epoch *e, int64_t timeout_ns);
 /*
- * Free ptr with fn(ptr) once no reader can hold it (ptr already unlinked).  Batched: every
- * batch-th call synchronizes and frees the batch; the caller does not block otherwise.
- * Concurrent callers take turns on a mutex; while one synchronizes and frees, the others sleep
- * on it, so at most a batch is held.  fn runs in the caller that frees, under that mutex: it
- * must not call retire or reclaim on the same domain.  Never inside a read section (the
- * synchronize would wait for it).  0, or a synchronize error (the objects stay retired, the
- * list grows past the batch, and the next call tries again); -ENOMEM (growing: ptr was not
- * retired); -EINVAL (no domain or no fn).
+ * Free ptr with fn(ptr) once no reader can hold it (ptr already unlinked).  Batched: the call
+ * whose ptr fills the batch takes the whole list, and synchronizes (no deadline) and frees it;
+ * the other calls only append.  A mutex is held only to append and to take the list, never
+ * while waiting or freeing: a reader that never leaves its section blocks the caller that
+ * synchronizes, without a deadline, but not the other callers, which append meanwhile (and may
+ * take and wait for a batch of their own).  So at most a batch is on the list, plus one batch
+ * per caller synchronizing.  fn runs in that caller, with no lock held; a retire on the same
+ * domain from inside fn only appends (the next call outside reclaims it), a reclaim there
+ * returns -EDEADLK.  Never inside a read section of the calling thread (the synchronize would
+ * wait for the caller itself, for ever).
+ *
+ * Returns 0 once ptr is taken, whatever became of the batch: if the synchronize fails (no live
+ * daemon and no fallback), the objects stay retired, the list grows past the batch, and the
+ * next retire tries again; barrierd_epoch_reclaim() reports the error.  Any other return means
+ * ptr was NOT taken and still belongs to the caller: -ENOMEM (the list could not grow),
+ * -EINVAL (no domain or no fn).
  */
 int barrierd_epoch_retire(struct barrierd_epoch *e, void *ptr, void (*fn)(void *));
-/* Synchronize now and free everything retired before the call.  As synchronize. */
+/*
+ * Synchronize now (no deadline) and free everything retired before the call and not already
+ * taken by another caller.  0 (also when nothing was retired), the synchronize's error (the
+ * objects stay retired), -EDEADLK from inside one of the domain's free functions, -EINVAL.
+ */
 int barrierd_epoch_reclaim(struct barrierd_epoch *e);
 
 /* ---- hazard pointers ---------------------------------------------------------------------- */
@@ -120,7 +138,12 @@ static inline void *barrierd_hp_protect(struct barrierd_hp_record *r, unsigned s
 	}
 }
 
-/* The object protected in slot may be used until the slot's next store: this, or a protect. */
+/*
+ * The object protected in slot may be used until the slot's next store: this, or a protect.
+ * Slots are independent plain words, so protections nest as long as each uses its own slot,
+ * and a signal handler may protect and clear in a slot the interrupted code does not use (a
+ * handler's protect in the interrupted code's slot overwrites its protection).
+ */
 static inline void barrierd_hp_clear(struct barrierd_hp_record *r, unsigned slot)
 {
 	__atomic_store_n(&r->hp[slot], NULL, __ATOMIC_RELEASE);
@@ -128,14 +151,23 @@ static inline void barrierd_hp_clear(struct barrierd_hp_record *r, unsigned slot
 
 /*
  * Free ptr with fn(ptr) once no hazard pointer holds it (ptr already unlinked, never linked
- * again).  Every batch-th call takes a barrier, scans every record, frees what no slot holds
- * and keeps the rest (at most one object per slot), so at most batch plus the slots of every
- * record are held.  Concurrent callers and fn as for barrierd_epoch_retire().  0, or the
- * barrier's error (nothing freed); -ENOMEM (ptr not retired, or no room for the scan's copy
- * of the slots: nothing freed); -EINVAL.
+ * again).  Every batch-th call (beyond what the latest scan kept) takes the list, a barrier,
+ * scans every record, frees what no slot holds and puts the rest back (at most one object per
+ * slot), so at most batch plus the slots of every record are held, plus one batch per caller
+ * scanning.  The mutex, concurrent callers and fn as for barrierd_epoch_retire(); a stalled
+ * reader never blocks a scan (it only keeps what its slots hold).
+ *
+ * Returns 0 once ptr is taken, whatever became of the scan: if the barrier fails, or there is
+ * no memory for the scan's copy of the slots, nothing is freed, the objects stay retired for
+ * the next retire, and barrierd_hp_reclaim() reports the error.  Any other return means ptr
+ * was NOT taken and still belongs to the caller: -ENOMEM (the list could not grow), -EINVAL.
  */
 int barrierd_hp_retire(struct barrierd_hp *d, void *ptr, void (*fn)(void *));
-/* Barrier, scan and free now.  As retire. */
+/*
+ * Barrier, scan and free now.  0 (also when nothing was retired), the barrier's error or
+ * -ENOMEM (the copy of the slots: nothing freed, the objects stay retired), -EDEADLK from
+ * inside one of the domain's free functions, -EINVAL.
+ */
 int barrierd_hp_reclaim(struct barrierd_hp *d);
 
 #ifdef __cplusplus

@@ -177,7 +177,8 @@ static int scan_batch(struct barrierd_hp *d, struct bd_retired_list *batch)
 	free(hz);
 	/* Failed (nothing freed) or kept: the objects stay retired for the next scan. */
 	pthread_mutex_lock(&d->lock);
-	d->kept = batch->n;
+	if (!ret) /* (after a failure the next retire retries, as if nothing had been kept) */
+		d->kept = batch->n;
 	(void)bd_retired_requeue(&d->retired, &d->spare, batch);
 	pthread_mutex_unlock(&d->lock);
 	return ret;
