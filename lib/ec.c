@@ -5,18 +5,30 @@
  *
  * The waiter, for a value v (word v << 1; armed: (v << 1) | FLAG):
  *   (a) spin about a microsecond re-reading the word;
- *   (b) put the flag in with a CAS while the value is still v (or find it there);
+ *   (b) put the flag in with OUR OWN CAS from the unflagged word while the value is still v.
+ *       A flag found already set is not trusted: sleep a bounded slice on the word and do (b)
+ *       again (the value moved: return);
  *   (c) stamp T after that: the CAS is locked, so the flag is visible before T;
  *   (d) sleep in short slices on the word until barrierd says every CPU passed T (with no
- *       live daemon: one second from the CAS, ck_ec's conservative bound);
+ *       live daemon: one second from the CAS, ck_ec's conservative bound); a word that is no
+ *       longer exactly armed leaves for (b) at once;
  *   (e) re-read: the word must still be exactly armed, or the value moved (return);
- *   (f) FUTEX_WAIT on the low half for armed, with no timeout but the caller's.
+ *   (f) FUTEX_WAIT on the low half for armed, with no timeout but the caller's; after a
+ *       wake-up with the value unchanged, the word still exactly armed: (f) again; else (b).
  *
- * Why (e) finding the word armed makes (f) safe against the one writer that does not lock,
- * the single producer's xadd (docs/PRIMITIVES.md §1 has the full argument).  Every store of a
- * producer moves the value (an add of 0 does nothing), and the value never comes back, so a
- * word still armed at (e) has been armed without a break since the flag went in at C: nobody
- * stored to it but waiters, who only put the flag in.  Take any increment X of the producer:
+ * Why only a flag we put in ourselves (docs/PRIMITIVES.md §1 has the full argument).  The one
+ * writer that does not lock is the single producer's xadd.  Every store of a producer moves the
+ * value (an add of 0 does nothing) and the value never comes back; waiters only put the flag
+ * in; the only other clearing store is the wake's AND, and it follows the increment that read
+ * the flag.  If OUR CAS found the word at v unflagged, the increment that made v either read no
+ * flag (no AND) or its AND already came (its store carried the flag, only an AND takes it
+ * off); the producer's next AND follows its next increment, which moves the value.  So our
+ * flag leaves the word only with the value: a word exactly armed at (e), or after a wake-up,
+ * is armed without a break since our CAS.  A flag we merely found may be doomed (an increment
+ * read it, its AND is coming): after that AND another waiter can re-arm the word while an xadd
+ * that read it unflagged still has its store buffered, and that store erases the new flag with
+ * nobody woken (the red team's scenario, test_ec's test_foreign_flag).  Take any increment X
+ * of the producer after our CAS:
  *   - X before the producer CPU's serialising event E (the evidence for T, E after T) in
  *     program order: X's store is in the store buffer before E, which drains it, and the
  *     evidence is published after E, so X's store is visible before (e) reads.  (e) found no
@@ -28,7 +40,8 @@
  * store as three instructions could have its load before T and its store after the barrier,
  * overwriting the flag with nobody to notice.  A multi-producer's increment is locked, so it
  * is ordered with the CAS (before it: the CAS fails; after it: it sees the flag) and needs no
- * barrier; neither does the wake's AND.
+ * barrier; there a late AND may clear our flag at the same value, but every AND is followed by
+ * a FUTEX_WAKE, and any flag the kernel's compare sees is read by the next (locked) increment.
  *
  * The futex compares 32 bits: after (e), the low half of the word equals armed's again only
  * if the value moved by a multiple of 2^31 and a waiter put the flag back in before our
@@ -107,23 +120,25 @@ static void ec_sleep(struct barrierd_ec *ec, uint64_t armed, uint64_t ns)
 	(void)ec_futex(ec, FUTEX_WAIT, (uint32_t)armed, &ts);
 }
 
+enum ec_arm { EC_MOVED, EC_OURS, EC_FOUND };
+
 /*
- * (b): the flag in while the value is still old.  1 when the word is armed (by our CAS, or
- * another waiter's: that flag went in before our load saw it, so before our stamp too), 0 when
- * the value moved.  The CAS is locked: the flag is globally visible when it succeeds.
+ * (b): our flag in while the value is still old.  EC_OURS when our CAS put it in (locked: the
+ * flag is globally visible when it succeeds), EC_MOVED when the value moved, EC_FOUND when the
+ * word is armed by someone else: a flag we cannot vouch for (see the top of the file).
  */
-static int ec_arm(struct barrierd_ec *ec, uint64_t old)
+static enum ec_arm ec_arm(struct barrierd_ec *ec, uint64_t old)
 {
 	uint64_t w = bd_load(&ec->word);
 
 	for (;;) {
 		if ((w >> 1) != old)
-			return 0;
+			return EC_MOVED;
 		if (w & BARRIERD_EC_FLAG)
-			return 1;
+			return EC_FOUND;
 		if (__atomic_compare_exchange_n(&ec->word, &w, w | BARRIERD_EC_FLAG, false,
 						__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
-			return 1;
+			return EC_OURS;
 	}
 }
 
@@ -176,20 +191,25 @@ static bool ec_done(const struct ec_wait *w, uint64_t now, int *ret)
 /*
  * (c) and (d): stamp, then wait until every CPU passed the stamp.  Sleeps on the word the
  * whole time, so an increment that sees the flag wakes us at once, and the value moving
- * ends the wait.  False when settled; true when the wait ends, its result in *ret.
+ * ends the wait.  EC_SETTLED, EC_ENDED (the wait ends, its result in *ret), or EC_REARM:
+ * the word is no longer exactly armed though the value stayed (a multi-producer's late AND),
+ * so our flag is gone and the barrier proves nothing; and a FUTEX_WAIT expecting armed would
+ * fail at once, every time, a hot loop on syscalls.  Back to (b) then.
  *
  * Served by barrierd: barrierd_passed() first (direct evidence passes an idle machine's stamp
  * on loads alone), then a ring (barrierd_request(): the daemon credits idle CPUs and listens
  * to busy ones), again every EC_RERING_NS (a ring nobody heard, a daemon restarted), and
- * slices from 100 us doubling to 10 ms: it never spins, and it never blocks on anything but
- * the word.  A live daemon that does not serve T is waited for in 10 ms slices, never trusted
- * past: that is a CPU without evidence (docs/DESIGN.md §5), and ck_ec's bound is no better.
+ * slices from 100 us doubling to 10 ms: it never blocks on anything but the word.  A live daemon
+ * that does not serve T is waited for in 10 ms slices, never trusted past: that is a CPU without
+ * evidence (docs/DESIGN.md §5), and ck_ec's bound is no better.
  *
  * No barrierd (b NULL, no live daemon, a ring that fails, a stamp it cannot serve): wait until
  * a second after the CAS (cas_ns, our clock), ck_ec's assumption that every CPU takes an
  * interrupt within a second.  A daemon found gone midway switches to that bound for good.
  */
-static bool ec_settle(const struct ec_wait *w, uint64_t cas_ns, int *ret)
+enum ec_settle { EC_SETTLED, EC_ENDED, EC_REARM };
+
+static enum ec_settle ec_settle(const struct ec_wait *w, uint64_t cas_ns, int *ret)
 {
 	struct barrierd *b = w->b;
 	bool daemon = b && barrierd_live(b);
@@ -201,14 +221,14 @@ static bool ec_settle(const struct ec_wait *w, uint64_t cas_ns, int *ret)
 
 		if (daemon && t) {
 			if (barrierd_passed(b, t))
-				return false;
+				return EC_SETTLED;
 			daemon = barrierd_live(b);
 		}
 		now = bd_mono_ns();
 		if (!daemon || !t) {
 			daemon = false;
 			if (now - cas_ns >= (uint64_t)EC_CONSERVATIVE_NS)
-				return false;
+				return EC_SETTLED;
 		} else if (now >= next_ring) {
 			if (barrierd_request(b) < 0) {
 				daemon = false;
@@ -218,14 +238,16 @@ static bool ec_settle(const struct ec_wait *w, uint64_t cas_ns, int *ret)
 		}
 		if (now >= w->deadline) {
 			*ret = -ETIMEDOUT;
-			return true;
+			return EC_ENDED;
 		}
 		end = daemon ? now + slice : cas_ns + EC_CONSERVATIVE_NS;
 		if (end > w->deadline)
 			end = w->deadline;
 		ec_sleep(w->ec, w->armed, end - now);
 		if (ec_done(w, bd_mono_ns(), ret))
-			return true;
+			return EC_ENDED;
+		if (bd_load(&w->ec->word) != w->armed)
+			return EC_REARM;
 		slice = slice * 2 > EC_SLICE_MAX_NS ? EC_SLICE_MAX_NS : slice * 2;
 	}
 }
@@ -236,7 +258,7 @@ BDLIB_EXPORT int barrierd_ec_wait_pred(struct barrierd_ec *ec, struct barrierd *
 				       void *arg, int64_t timeout_ns)
 {
 	struct ec_wait w = {.ec = ec, .b = b, .old = old_value, .pred = pred, .arg = arg};
-	uint64_t start = bd_mono_ns();
+	uint64_t start = bd_mono_ns(), found_slice = EC_SLICE_MIN_NS;
 	int r;
 
 	if (!ec || (ec->flags & ~BARRIERD_EC_SHARED) || old_value > (UINT64_MAX >> 1))
@@ -258,17 +280,46 @@ BDLIB_EXPORT int barrierd_ec_wait_pred(struct barrierd_ec *ec, struct barrierd *
 		return -ETIMEDOUT;
 
 	for (;;) {
+		uint64_t now;
+
 		/* (b) */
-		if (!ec_arm(ec, old_value))
+		switch (ec_arm(ec, old_value)) {
+		case EC_MOVED:
 			return 0;
+		case EC_FOUND:
+			/*
+			 * Not our flag: it may be doomed, and the word re-armed by another waiter
+			 * after its AND may then be erased by a buffered xadd with nobody woken.
+			 * Sleep a bounded slice (an increment that sees the flag, or the doomed
+			 * flag's own wake, ends it early; a word no longer armed fails the compare
+			 * and we try our CAS at once), then (b) again.
+			 */
+			now = bd_mono_ns();
+			if (now >= w.deadline)
+				return -ETIMEDOUT;
+			ec_sleep(ec, w.armed,
+				 w.deadline - now < found_slice ? w.deadline - now : found_slice);
+			if (ec_done(&w, bd_mono_ns(), &r))
+				return r;
+			found_slice =
+			    found_slice * 2 > EC_SLICE_MAX_NS ? EC_SLICE_MAX_NS : found_slice * 2;
+			continue;
+		case EC_OURS:
+			break;
+		}
 		/* (c), (d) */
-		if (ec_settle(&w, bd_mono_ns(), &r))
+		switch (ec_settle(&w, bd_mono_ns(), &r)) {
+		case EC_ENDED:
 			return r;
+		case EC_REARM:
+			continue;
+		case EC_SETTLED:
+			break;
+		}
 		/*
-		 * (e) Exactly armed: no increment that read the word without the flag is still
-		 * to land, and every later one sees the flag.  Anything else means the value
-		 * moved (every producer store moves it), or a misuse the header forbids: start
-		 * over from (b) rather than trust a flag we did not see kept.
+		 * (e) Exactly armed: our flag, unbroken since our CAS; no increment that read the
+		 * word without it is still to land, and every later one sees it.  Anything else:
+		 * the value moved, or (multi-producer) a late AND took our flag; then from (b).
 		 */
 		if (bd_load(&ec->word) != w.armed) {
 			if ((bd_load(&ec->word) >> 1) != old_value)
@@ -277,8 +328,7 @@ BDLIB_EXPORT int barrierd_ec_wait_pred(struct barrierd_ec *ec, struct barrierd *
 		}
 		/* (f) Until an increment wakes us, or the caller's deadline. */
 		for (;;) {
-			uint64_t now = bd_mono_ns();
-
+			now = bd_mono_ns();
 			if (now >= w.deadline)
 				return -ETIMEDOUT;
 			ec_sleep(ec, w.armed,
@@ -286,9 +336,10 @@ BDLIB_EXPORT int barrierd_ec_wait_pred(struct barrierd_ec *ec, struct barrierd *
 			if (ec_done(&w, bd_mono_ns(), &r))
 				return r;
 			/*
-			 * A signal or a spurious wake-up, the value unchanged: the flag is still
-			 * ours only if the word is still exactly armed.  Sleep again then (no
-			 * store can have come between, see the top of the file); else from (b).
+			 * A signal, a spurious wake-up, a wake for a late AND: the value unchanged.
+			 * Single producer: our flag leaves the word only with the value, so a word
+			 * still exactly armed still carries it and the barrier still covers us.
+			 * Multi-producer: any flag the compare sees wakes us.  Else from (b).
 			 */
 			if (bd_load(&ec->word) != w.armed)
 				break;

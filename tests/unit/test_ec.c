@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ec_spy.h"
@@ -82,6 +83,7 @@ struct waiter {
 	int ret;		   /* the wait's result */
 	int done;		   /* __atomic */
 	uint64_t start_ns, end_ns; /* around the call */
+	uint64_t cpu_ns;	   /* the thread's CPU time spent in the call */
 	struct spy_thread spy;	   /* what the call did */
 };
 
@@ -89,10 +91,16 @@ static void *waiter_main(void *arg)
 {
 	struct waiter *w = arg;
 
+	struct timespec c0, c1;
+
 	spy_thread_reset();
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
 	w->start_ns = bd_mono_ns();
 	w->ret = barrierd_ec_wait_pred(w->ec, w->b, w->old, w->pred, w->arg, w->timeout_ns);
 	w->end_ns = bd_mono_ns();
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+	w->cpu_ns = (uint64_t)(c1.tv_sec - c0.tv_sec) * TEST_SEC + (uint64_t)c1.tv_nsec -
+		    (uint64_t)c0.tv_nsec;
 	w->spy = spy_self;
 	__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
 	return NULL;
@@ -262,7 +270,10 @@ static void test_wait_blocked_sp(void **state)
 	assert_int_equal(spy_get(&spy_wake_calls), 1);
 }
 
-/* The same with a multi-producer's increment, and three waiters on one word. */
+/*
+ * The same with a multi-producer's increment, and three waiters on one word.  Only the one whose
+ * CAS put the flag in blocks for good; the others found it set and sleep in bounded slices.
+ */
 static void test_wait_blocked_mp(void **state)
 {
 	struct fx *f = *state;
@@ -272,7 +283,8 @@ static void test_wait_blocked_mp(void **state)
 		w[i] = (struct waiter){.ec = &f->ec, .b = f->b, .old = 0, .timeout_ns = -1};
 		waiter_start(&w[i]);
 	}
-	await_blocks(3);
+	await_blocks(1);
+	test_sleep_ns(20 * TEST_MS);
 	barrierd_ec_inc(&f->ec);
 	for (int i = 0; i < 3; i++) {
 		waiter_join(&w[i]);
@@ -409,6 +421,102 @@ static void test_pred(void **state)
 	assert_int_equal(barrierd_ec_wait_pred(&f->ec, f->b, 0, pred, &pa, -1), 0);
 }
 
+/* ---- scripted interleavings (the red team's) ----------------------------------------------- */
+
+/* Until `n` futex calls of any kind on the word (hang guard). */
+static void await_futex_calls(uint64_t n)
+{
+	uint64_t end = bd_mono_ns() + GUARD_NS;
+
+	while (spy_get(&spy_futex_calls) < n) {
+		if (bd_mono_ns() > end)
+			fail_msg("no waiter went to sleep on the word");
+		test_sleep_ns(100 * TEST_US);
+	}
+}
+
+/* Join within `ns`; else wake the waiter by hand (so the run ends) and fail. */
+static void waiter_join_within(struct barrierd_ec *ec, struct waiter *w, uint64_t ns,
+			       const char *what)
+{
+	uint64_t end = bd_mono_ns() + ns;
+
+	while (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE)) {
+		if (bd_mono_ns() > end) {
+			while (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE)) {
+				syscall(SYS_futex, (uint32_t *)&ec->word,
+					FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT32_MAX, NULL, NULL, 0);
+				test_sleep_ns(TEST_MS);
+			}
+			pthread_join(w->th, NULL);
+			fail_msg("%s", what);
+		}
+		test_sleep_ns(100 * TEST_US);
+	}
+	pthread_join(w->th, NULL);
+}
+
+/*
+ * A flag the waiter found, not put in (the red team's lost wake-up, its aba.c): single
+ * producer, every step by hand, the producer's buffered store modelled as a load now and a
+ * plain store later.
+ *   W1 (old 0) armed the word; the producer's xadd X_j made value 1 and kept the flag (its wake
+ *   pending): the flag is doomed.  W2 (old 1, the thread) finds it set.  The producer's wake
+ *   ANDs it off; its next xadd X loads the flagless word; W3 (old 1) CASes the flag back in;
+ *   the wake's FUTEX_WAKE; X's store lands, erasing W3's flag, and X read no flag so it wakes
+ *   nobody.  W3 is covered by its own barrier; W2 must not be asleep on W3's flag for good.
+ */
+static void test_foreign_flag(void **state)
+{
+	struct fx *f = *state;
+	struct waiter w = {.ec = &f->ec, .b = f->b, .old = 1, .timeout_ns = -1};
+	uint64_t xload, armed = (1 << 1) | BARRIERD_EC_FLAG, plain = 1 << 1;
+
+	__atomic_store_n(&f->ec.word, BARRIERD_EC_FLAG, __ATOMIC_SEQ_CST); /* W1's CAS */
+	__atomic_store_n(&f->ec.word, armed, __ATOMIC_SEQ_CST);		   /* X_j */
+	waiter_start(&w);
+	/* W2 asleep on the word; time for its barrier (ms with the ticker) and check. */
+	await_futex_calls(1);
+	test_sleep_ns(100 * TEST_MS);
+	__atomic_fetch_and(&f->ec.word, ~BARRIERD_EC_FLAG, __ATOMIC_SEQ_CST); /* X_j's AND */
+	xload = __atomic_load_n(&f->ec.word, __ATOMIC_SEQ_CST);		      /* X's load */
+	assert_true(__atomic_compare_exchange_n(&f->ec.word, &plain, armed, false, __ATOMIC_SEQ_CST,
+						__ATOMIC_SEQ_CST)); /* W3 */
+	syscall(SYS_futex, (uint32_t *)&f->ec.word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT32_MAX,
+		NULL, NULL, 0); /* X_j's FUTEX_WAKE */
+	test_sleep_ns(50 * TEST_MS);
+	assert_false(__atomic_load_n(&w.done, __ATOMIC_ACQUIRE));
+	__atomic_store_n(&f->ec.word, xload + BARRIERD_EC_ONE, __ATOMIC_SEQ_CST); /* X's store */
+	/* Nobody wakes W2: its own slice must end it (at most 10 ms; a second is plenty). */
+	waiter_join_within(&f->ec, &w, TEST_SEC,
+			   "a waiter asleep on a flag it did not put in lost its wake-up");
+	assert_int_equal(w.ret, 0);
+	assert_int_equal(w.spy.blocks, 0); /* never blocked for good on a flag not its own */
+}
+
+/*
+ * The flag cleared while the value stays (finding 2): W2 (old 1, no daemon: the conservative
+ * second) finds a doomed flag; the producer's wake ANDs it off, the value still 1.  Every
+ * FUTEX_WAIT expecting armed now fails at once: the wait must not spin on them until its
+ * deadline.  Its CPU time is asserted under a quarter of the wait.
+ */
+static void test_flag_cleared_no_spin(void **state)
+{
+	struct fx *f = *state;
+	struct waiter w = {.ec = &f->ec, .b = NULL, .old = 1, .timeout_ns = 300 * TEST_MS};
+
+	__atomic_store_n(&f->ec.word, (1 << 1) | BARRIERD_EC_FLAG, __ATOMIC_SEQ_CST);
+	waiter_start(&w);
+	await_futex_calls(1);
+	test_sleep_ns(20 * TEST_MS);
+	barrierd_ec_wake(&f->ec); /* AND + FUTEX_WAKE: the value unchanged for W2 */
+	waiter_join_within(&f->ec, &w, GUARD_NS, "the wait did not end at its deadline");
+	assert_int_equal(w.ret, -ETIMEDOUT);
+	print_message("CPU over a %.0f ms wait: %.3f ms\n",
+		      (double)(w.end_ns - w.start_ns) / TEST_MS, (double)w.cpu_ns / TEST_MS);
+	assert_true(w.cpu_ns < (w.end_ns - w.start_ns) / 4);
+}
+
 /* BARRIERD_EC_SHARED: a waiter in another process, woken through a shared futex. */
 static void test_shared(void **state)
 {
@@ -450,6 +558,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_wait_stopped_daemon, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_deadline, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pred, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_foreign_flag, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_flag_cleared_no_spin, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_shared, setup, teardown),
 	};
 
