@@ -45,7 +45,11 @@ static inline uint64_t barrierd_ec_value(const struct barrierd_ec *ec)
 	return __atomic_load_n(&ec->word, __ATOMIC_ACQUIRE) >> 1;
 }
 
-/* The slow path of an increment that found the flag: clear it and wake every sleeper. */
+/*
+ * The slow path of an increment that found the flag: clear it and wake every sleeper.  Only the
+ * increments may call it: the waiters count on every AND following an increment that read the
+ * flag (docs/PRIMITIVES.md §1).
+ */
 void barrierd_ec_wake(struct barrierd_ec *ec);
 
 /*
@@ -98,7 +102,9 @@ static inline void barrierd_ec_inc(struct barrierd_ec *ec)
 /*
  * Wait until the value differs from old_value.  Spins briefly, then sets the flag, stamps and
  * sleeps in short slices until b says every CPU passed the stamp (or, with no live daemon, for
- * ck_ec's conservative second), then blocks on the futex until an increment wakes it.
+ * ck_ec's conservative second), then blocks on the futex until an increment wakes it.  A
+ * waiter that finds the flag already set (another waiter's) does not block for good on it: it
+ * sleeps in slices of at most 10 ms until the value moves or it can set the flag itself.
  * timeout_ns < 0: no deadline.  b may be NULL (the conservative second always).
  * Returns 0 (the value moved), -ETIMEDOUT, or -EINVAL (old_value above 2^63 - 1, unknown
  * flags in ec).
