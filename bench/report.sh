@@ -4,7 +4,7 @@
 #   bench/report.sh RESULTS_DIR
 #
 # Writes, in RESULTS_DIR: latency.md, notify.md, ipi.md, waiters.md, daemon_cpu.md, getpid.md,
-# bpf_cost.md, cpu_scaling.md, ..., direct.md (one table per measurement, with the summary CSVs beside them),
+# bpf_cost.md, cpu_scaling.md, ..., direct.md, prim.md (one table per measurement, with the summary CSVs beside them),
 # summary.md (the targets of docs/PERFORMANCE.md section 2 against the figures) and plots/*.png
 # (gnuplot; skipped with a note when gnuplot is missing).  Needs only the CSVs: it can be re-run on old results.
 set -euo pipefail
@@ -832,6 +832,215 @@ if [ -s direct.csv ]; then
 	awk -F, 'NR > 1 && $1 != "back-to-back" {print $1 "/" $3, $5}' direct.csv | cdf_files direct
 fi
 
+# ---- 14: primitives (issue 18) ---------------------------------------------------------------------
+
+# "KEY VALUE" lines -> "KEY median" (nearest rank; values may be fractional).
+median_by() {
+	sort -t' ' -k1,1 -k2,2g | awk '
+		function out() { if (n) print key, v[int((n + 1) / 2)]; n = 0 }
+		$1 != key { out(); key = $1 }
+		{ v[++n] = $2 }
+		END { out() }'
+}
+get() { # FILE KEY [FIELD]: the FIELD-th word (default 2) of the line whose first is KEY
+	awk -v k="$2" -v i="${3:-2}" '$1 == k {print $i; exit}' "$1" 2>/dev/null
+}
+verdict() { # awk condition on a b
+	awk -v a="${2:-}" -v b="${3:-}" "BEGIN { if (a == \"\" || b == \"\") { print \"n/a\"; exit } print ($1) ? \"**hit**\" : \"**miss**\" }"
+}
+
+if [ -s prim_ec_inc.csv ] || [ -s prim_read.csv ] || [ -s prim_gp.csv ]; then
+	: >prim_targets.txt
+	{
+		echo "# Issue 18: primitives against ck and liburcu"
+		echo
+		echo "bench/run.sh section 14 (docs/PERFORMANCE.md §17 has the method). barrierd's event counts"
+		echo "(\`barrierd_ec\`, *bd*) against Concurrency Kit's \`ck_ec64\` (*ck*, Debian libck-dev, on futex"
+		echo "operations of the benchmark's), single (*sp*) and multiple (*mp*) producer; barrierd's epochs"
+		echo "(*bd-epoch*: direct evidence; *bd-epoch-file*: a \`BARRIERD_OPEN_NO_DIRECT\` handle) and hazard"
+		echo "pointers (*bd-hp*) against \`ck_epoch\` and liburcu's memb, mb and qsbr flavours (Debian"
+		echo "liburcu-dev, the inline read side: \`_LGPL_SOURCE\`)."
+		if [ -s prim_ec_inc.csv ]; then
+			awk -F, 'NR > 1 {print $1 "/" $2, $5}' prim_ec_inc.csv | median_by >prim_inc_cyc.txt
+			awk -F, 'NR > 1 {print $1 "/" $2, $6}' prim_ec_inc.csv | median_by >prim_inc_ns.txt
+			[ -s prim_ec_wake.csv ] && awk -F, 'NR > 1 {print $1, $4}' prim_ec_wake.csv | median_by >prim_wake_cyc.txt
+			: >prim_insn.txt
+			if [ -s prim_ec_insn.csv ]; then
+				awk -F, 'NR > 1 { ir[$1] = $3; n = $2 }
+					END { for (f in ir) if (f != "insn_empty") { k = f; sub(/^insn_/, "", k); gsub(/_/, "-", k)
+						printf "%s %.2f\n", k, (ir[f] - ir["insn_empty"]) / n } }' prim_ec_insn.csv | sort >prim_insn.txt
+			fi
+			echo
+			echo "## Event counts: the increment"
+			echo
+			echo "Cycles (RDTSC) and ns per increment in a loop of $(awk -F, 'NR == 2 {print $4}' prim_ec_inc.csv) on the first CPU,"
+			echo "median of $(awk -F, 'NR > 1 {print $3}' prim_ec_inc.csv | sort -u | wc -l) repetitions, kinds rotating: *no waiter*; *active waiter*: a thread on the"
+			echo "second CPU looping on wait() for the next value (it shares the line and sets the flag now"
+			echo "and then). *Instructions*: callgrind, (Ir of a loop of N increments − Ir of the empty loop) / N."
+			echo "*Waking a blocked waiter*: the one increment that finds the flag and wakes a waiter asleep"
+			echo "in the kernel (from the wake-latency samples below; the system call included)."
+			echo "Empty loop: $(get prim_inc_cyc.txt empty/none) cycles per iteration."
+			echo
+			echo "| kind | no waiter: cycles | ns | instructions | active waiter: cycles | ns | waking a blocked waiter: cycles |"
+			echo "|---|---:|---:|---:|---:|---:|---:|"
+			for k in bd-sp ck-sp bd-mp ck-mp; do
+				echo "| $k | $(get prim_inc_cyc.txt "$k/none") | $(get prim_inc_ns.txt "$k/none") | $(get prim_insn.txt "$k") | $(get prim_inc_cyc.txt "$k/active") | $(get prim_inc_ns.txt "$k/active") | $(get prim_wake_cyc.txt "$k") |"
+			done
+			bi=$(get prim_insn.txt bd-sp) ci=$(get prim_insn.txt ck-sp)
+			echo "sp-insn|our SP increment, no waiter: instructions ≤ ck_ec SP's|$bi against $ci|$(verdict 'a <= b + 0.01' "$bi" "$ci")" >>prim_targets.txt
+			put prim_insn_bd "$bi"
+			put prim_insn_ck "$ci"
+			put prim_insn_verdict "$(verdict 'a <= b + 0.01' "$bi" "$ci")"
+		fi
+		if [ -s prim_ec_wake.csv ]; then
+			awk -F, 'NR > 1 {print $1, $3}' prim_ec_wake.csv | summarize >prim_wake_summary.txt
+			echo
+			echo "## Event counts: wake latency"
+			echo
+			echo "The producer (first CPU) increments at t0 once the waiter (second CPU) is asleep in the kernel"
+			echo "on the word (ours: in its indefinite block; ck: in any of its futex sleeps) and a random"
+			echo "0–1 ms has passed; t1 is the waiter's clock once wait() returns. µs, nearest rank."
+			echo
+			echo "| kind | samples | min | p50 | p90 | p99 | max |"
+			echo "|---|---:|---:|---:|---:|---:|---:|"
+			awk "$awk_fmt"'{ printf "| %s | %d | %s | %s | %s | %s | %s |\n", $1, $2, f($3), f($4), f($5), f($6), f($7) }' prim_wake_summary.txt
+			nb=$(awk -F, 'NR > 1 && $1 ~ /^bd/ && $5 != 2' prim_ec_wake.csv | wc -l)
+			[ "$nb" -gt 0 ] && echo && echo "$nb of ours were woken from a sleep with a timeout (the indefinite block not seen within a second)."
+			put prim_wake_bd_sp_p50 "$(get prim_wake_summary.txt bd-sp 4)"
+			put prim_wake_ck_sp_p50 "$(get prim_wake_summary.txt ck-sp 4)"
+		fi
+		if [ -s prim_ec_block.csv ]; then
+			echo
+			echo "## Event counts: reaching the indefinite block, and the waiter's CPU"
+			echo
+			echo "Watched from outside every 20 µs: *flag* is the first sighting of the sleepers flag in the"
+			echo "word, *block* the first sighting of the waiter asleep in FUTEX_WAIT (or futex_waitv) with no"
+			echo "timeout (/proc/self/task/TID/syscall), both from the wait() call; ours blocks once its barrier"
+			echo "has passed, ck_ec after its backoff has reached a second. The waiter's CPU time over the whole"
+			echo "hold (CLOCK_THREAD_CPUTIME_ID; getrusage(RUSAGE_THREAD) beside it). ms, per sample."
+			echo
+			echo "| kind | sample | hold | flag | block | waiter CPU (µs) | getrusage (µs) | CPU share | wake (µs) |"
+			echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+			awk -F, 'NR > 1 { printf "| %s | %s | %.0f | %s | %s | %.0f | %s | %.4f %% | %.1f |\n", $1, $2, $3 / 1e6,
+				$4 < 0 ? "not seen" : sprintf("%.3f", $4 / 1e6), $5 < 0 ? "not seen" : sprintf("%.3f", $5 / 1e6),
+				$6 / 1e3, $7, 100 * $6 / $3, $8 / 1e3 }' prim_ec_block.csv | sort -t'|' -k2,2 -k3,3n
+			bb=$(awk -F, 'NR > 1 && $1 == "bd" && $5 >= 0 {print "x", $5}' prim_ec_block.csv | median_by | cut -d' ' -f2)
+			cb=$(awk -F, 'NR > 1 && $1 == "ck" && $5 >= 0 {print "x", $5}' prim_ec_block.csv | median_by | cut -d' ' -f2)
+			bmiss=$(awk -F, 'NR > 1 && $1 == "bd" && $5 < 0' prim_ec_block.csv | wc -l)
+			r=$(awk -v a="$cb" -v b="$bb" 'BEGIN { if (a != "" && b > 0) printf "%.0f", a / b }')
+			bcpu=$(awk -F, 'NR > 1 && $1 == "bd" {c += $6; h += $3} END {if (h) printf "%.1f", c / (h / 1e9) / 1e3}' prim_ec_block.csv)
+			ccpu=$(awk -F, 'NR > 1 && $1 == "ck" {c += $6; h += $3} END {if (h) printf "%.1f", c / (h / 1e9) / 1e3}' prim_ec_block.csv)
+			echo
+			echo "Median time to the indefinite block: ours $(awk -v x="$bb" 'BEGIN {printf "%.3f", x / 1e6}') ms, ck_ec $(awk -v x="$cb" 'BEGIN {printf "%.1f", x / 1e6}') ms: **${r:-n/a}×**"
+			echo "shorter$([ "$bmiss" -gt 0 ] && echo " ($bmiss of ours never seen blocked)"). Waiter CPU per second of waiting: ours $bcpu µs, ck_ec $ccpu µs."
+			echo "block|a waiter's indefinite block ≥ 100× sooner than ck_ec's|$(awk -v x="$bb" 'BEGIN {printf "%.3f", x / 1e6}') ms against $(awk -v x="$cb" 'BEGIN {printf "%.0f", x / 1e6}') ms (${r:-n/a}×)|$(verdict 'a >= 100' "$r" "$cb")" >>prim_targets.txt
+			put prim_block_bd "$bb"
+			put prim_block_ck "$cb"
+			put prim_block_ratio "$r"
+			put prim_block_verdict "$(verdict 'a >= 100' "$r" "$cb")"
+			put prim_cpu_bd "$bcpu"
+			put prim_cpu_ck "$ccpu"
+		fi
+		if [ -s prim_read.csv ]; then
+			# Per repetition the mean over the threads, then the median over repetitions.
+			awk -F, 'NR > 1 { s[$1 "/" $2 "/" $3] += $5; c[$1 "/" $2 "/" $3]++ }
+				END { for (k in s) { split(k, a, "/"); print a[1] "/" a[2], s[k] / c[k] } }' prim_read.csv |
+				median_by >prim_read_summary.txt
+			echo
+			echo "## Reclamation: the read side"
+			echo
+			echo "ns per enter/exit pair (a section: load the shared pointer, read the object), sections back to"
+			echo "back in a tight loop; 1 thread on the first CPU, 2 threads on both; per repetition the mean"
+			echo "over the threads, median over $(awk -F, 'NR > 1 {print $3}' prim_read.csv | sort -u | wc -l) repetitions, schemes rotating. qsbr's readers announce a"
+			echo "quiescent state every 1024 sections. *vs memb*: the scheme's figure over urcu-memb's."
+			echo
+			echo "| scheme | 1 thread | vs memb | 2 threads | vs memb |"
+			echo "|---|---:|---:|---:|---:|"
+			m1=$(get prim_read_summary.txt urcu-memb/1) m2=$(get prim_read_summary.txt urcu-memb/2)
+			for i in bd-epoch bd-hp ck-epoch urcu-memb urcu-mb urcu-qsbr bd-epoch-file; do
+				a=$(get prim_read_summary.txt "$i/1") b=$(get prim_read_summary.txt "$i/2")
+				[ -n "$a" ] || continue
+				awk -v i="$i" -v a="$a" -v b="$b" -v m1="$m1" -v m2="$m2" 'BEGIN {
+					printf "| %s | %.2f | %s | %.2f | %s |\n", i, a, m1 ? sprintf("%.2f", a / m1) : "-", b, m2 ? sprintf("%.2f", b / m2) : "-" }'
+			done
+			r2() { [ -n "${1:-}" ] && awk -v x="$1" 'BEGIN {printf "%.2f", x}'; }
+			m1=$(r2 "$m1") m2=$(r2 "$m2")
+			e1=$(r2 "$(get prim_read_summary.txt bd-epoch/1)") e2=$(r2 "$(get prim_read_summary.txt bd-epoch/2)")
+			c1=$(r2 "$(get prim_read_summary.txt ck-epoch/1)") c2=$(r2 "$(get prim_read_summary.txt ck-epoch/2)")
+			echo "read-memb|bd-epoch read side within 10 % of urcu-memb's (1 / 2 threads)|$e1 / $e2 ns against $m1 / $m2 ns|$(verdict 'a <= 1.1 * b' "$e1" "$m1") / $(verdict 'a <= 1.1 * b' "$e2" "$m2")" >>prim_targets.txt
+			echo "read-ck|bd-epoch read side below ck_epoch's (1 / 2 threads)|$e1 / $e2 ns against $c1 / $c2 ns|$(verdict 'a < b' "$e1" "$c1") / $(verdict 'a < b' "$e2" "$c2")" >>prim_targets.txt
+			put prim_read_bd1 "$e1"
+			put prim_read_memb1 "$m1"
+			put prim_read_ck1 "$c1"
+			put prim_read_verdict "$(verdict 'a <= 1.1 * b' "$e1" "$m1") / $(verdict 'a < b' "$e1" "$c1")"
+		fi
+		if [ -s prim_gp.csv ]; then
+			awk -F, 'NR > 1 {print $3 "-" $2 "/" $1, $5, $6, $7, $8, $9}' prim_gp.csv | sort -t' ' -k1,1 -k2,2n | awk '
+				function rank(p,  k) { k = int(n * p); if (k < n * p) k++; return k < 1 ? 1 : k > n ? n : k }
+				function out() { if (!n) return
+					printf "%s %d %s %s %s %s %.3f %.3f %.3f %.3f %.3f\n", key, n, v[rank(0.5)], v[rank(0.9)],
+						v[rank(0.99)], v[n], (c + r + w + t) / n, c / n, r / n, w / n, t / n
+					n = c = r = w = t = 0 }
+				$1 != key { out(); key = $1 }
+				{ v[++n] = $2; c += $3; r += $4; w += $5; t += $6 }
+				END { out() }' >prim_gp_summary.txt
+			echo
+			echo "## Reclamation: grace periods"
+			echo
+			echo "The writer on the first CPU: a random 0–2 ms sleep, replace the object, synchronize (timed),"
+			echo "free the old one. Readers: threads each doing a section then sleeping a random 0–1 ms (qsbr:"
+			echo "offline while asleep). *loaded*: a nice-0 spinner (another process) on the second CPU. bd-hp's"
+			echo "grace period is \`barrierd_hp_reclaim()\` (the barrier and the scan). IPIs per grace period:"
+			echo "/proc/interrupts CAL+RES+IWI+TLB over every CPU, read just before and after each call. µs."
+			echo
+			echo "| load | readers | scheme | calls | p50 | p90 | p99 | max | IPIs | CAL | RES | IWI | TLB |"
+			echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+			for c in idle-1 idle-2 loaded-1 loaded-2; do
+				awk -v c="$c" "$awk_fmt"'{ split($1, k, "/") } k[1] == c { split(c, cr, "-")
+					printf "| %s | %s | %s | %d | %s | %s | %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n",
+						cr[1], cr[2], k[2], $2, f($3), f($4), f($5), f($6), $7, $8, $9, $10, $11 }' prim_gp_summary.txt
+			done
+			ipi=$(awk '$1 ~ /\/bd-epoch$/ { printf "%s%s %.2f", s, $1, $7; s = ", " }' prim_gp_summary.txt | sed 's,/bd-epoch,,g')
+			ipimax=$(awk '$1 ~ /\/bd-epoch$/ && $7 > m {m = $7} END {print m + 0}' prim_gp_summary.txt)
+			memb_ipi=$(awk '$1 ~ /\/urcu-memb$/ { printf "%s%s %.2f", s, $1, $7; s = ", " }' prim_gp_summary.txt | sed 's,/urcu-memb,,g')
+			echo "gp-ipi|bd-epoch grace periods with 0 IPIs|IPIs per grace period: $ipi (urcu-memb: $memb_ipi)|$(verdict 'a < 0.05' "$ipimax" 0)" >>prim_targets.txt
+			for r in 1 2; do
+				e=$(get prim_gp_summary.txt "idle-$r/bd-epoch" 3) m=$(get prim_gp_summary.txt "idle-$r/urcu-memb" 3)
+				[ -n "$e" ] && [ -n "$m" ] || continue
+				echo "gp-idle-$r|idle, $r reader(s), direct evidence: bd-epoch grace period no slower than urcu-memb's (p50)|$(us "$e") µs against $(us "$m") µs|$(verdict 'a <= b' "$e" "$m")" >>prim_targets.txt
+				put "prim_gp_bd_$r" "$e"
+				put "prim_gp_memb_$r" "$m"
+				put "prim_gp_verdict_$r" "$(verdict 'a <= b' "$e" "$m")"
+			done
+			put prim_gp_ipi "$ipi"
+			put prim_gp_ipi_verdict "$(verdict 'a < 0.05' "$ipimax" 0)"
+		fi
+		if [ -s prim_mem.csv ]; then
+			echo
+			echo "## Reclamation: memory held by retired objects"
+			echo
+			echo "The writer replaces the object and retires the old one $(awk -F, 'NR == 2 {print $3}' prim_mem.csv) times a second for"
+			echo "$(awk -F, 'NR == 2 {print $4}' prim_mem.csv) s, 2 sleepy readers; after each retirement the objects retired and not yet freed"
+			echo "are counted ($(awk -F, 'NR == 2 {print $9}' prim_mem.csv) bytes each). Batches: ours 64 (the default), ck_epoch polled every 64"
+			echo "retirements, liburcu's call_rcu worker. *left*: after the final drain (0: everything freed)."
+			echo
+			echo "| scheme | updates | mean held | p99 | max | KiB at max | left |"
+			echo "|---|---:|---:|---:|---:|---:|---:|"
+			awk -F, 'NR > 1 { printf "| %s | %d | %.1f | %d | %d | %.1f | %d |\n", $1, $5, $6, $7, $8, $8 * $9 / 1024, $10 }' prim_mem.csv
+		fi
+		if [ -s prim_targets.txt ]; then
+			echo
+			echo "## Targets"
+			echo
+			echo "| target | measured | verdict |"
+			echo "|---|---|---|"
+			awk -F'|' '{ printf "| %s | %s | %s |\n", $2, $3, $4 }' prim_targets.txt
+		fi
+	} >prim.md
+	[ -s prim_ec_wake.csv ] && awk -F, 'NR > 1 {print $1, $3}' prim_ec_wake.csv | cdf_files prim_wake
+	[ -s prim_gp.csv ] && awk -F, 'NR > 1 {print $3 "-" $2 "/" $1, $5}' prim_gp.csv | cdf_files prim_gp
+fi
+
 # ---- summary -------------------------------------------------------------------------------------------
 
 # shellcheck disable=SC1091
@@ -928,6 +1137,16 @@ ok() { # awk condition on a b
 		echo "| direct, idle: faster than PRIVATE_EXPEDITED at p50 | < $(us "$(v direct_pexp_p50)") µs | $(us "$(v direct_p50)") µs | $(ok 'a < b' "$(v direct_p50)" "$(v direct_pexp_p50)") |"
 		echo "| direct, half-loaded (nice-0 spinner on one CPU): p50 / p99; calls that waited for the busy CPU only | (reported) | $(ms "$(v direct_half_p50)") / $(ms "$(v direct_half_p99)") ms (membarrier GLOBAL p50 $(ms "$(v direct_half_mb_p50)") ms); $(v direct_half_busy) | - |"
 	fi
+	if [ -s prim.md ]; then
+		echo "| issue 18: event count SP increment, no waiter: instructions, ours / ck_ec SP (callgrind) | ≤ ck_ec's | $(v prim_insn_bd) / $(v prim_insn_ck) | $(v prim_insn_verdict) |"
+		echo "| issue 18: time to a waiter's indefinite block, ours / ck_ec (median) | ≥ 100× shorter | $(ms "$(v prim_block_bd)") / $(ms "$(v prim_block_ck)") ms ($(v prim_block_ratio)×); waiter CPU per s of waiting $(v prim_cpu_bd) / $(v prim_cpu_ck) µs | $(v prim_block_verdict) |"
+		echo "| issue 18: epoch read side, 1 thread: ours / urcu-memb / ck_epoch | ≤ 1.1 × memb / < ck_epoch | $(v prim_read_bd1) / $(v prim_read_memb1) / $(v prim_read_ck1) ns | $(v prim_read_verdict) |"
+		echo "| issue 18: IPIs per bd-epoch grace period (load-readers) | 0 | $(v prim_gp_ipi) | $(v prim_gp_ipi_verdict) |"
+		for r in 1 2; do
+			[ "$(v "prim_gp_bd_$r")" != n/a ] || continue
+			echo "| issue 18: grace period, idle, $r reader(s), p50: bd-epoch (direct) / urcu-memb | ≤ memb | $(us "$(v "prim_gp_bd_$r")") / $(us "$(v "prim_gp_memb_$r")") µs | $(v "prim_gp_verdict_$r") |"
+		done
+	fi
 	if [ -s waiters.csv ]; then
 		echo "| waiter scaling: advance → last of N sleeping threads running (1/10/100/1000) | (none) | $(us "$(v waiters_fanout_1 0)") / $(us "$(v waiters_fanout_10 0)") / $(us "$(v waiters_fanout_100 0)") / $(us "$(v waiters_fanout_1000 0)") µs | - |"
 	fi
@@ -937,7 +1156,7 @@ ok() { # awk condition on a b
 	echo
 	echo "Tables: latency.md, notify.md, ipi.md, waiters.md, daemon_cpu.md, getpid.md, bpf_cost.md,"
 	echo "cpu_scaling.md, legacy.md, pinned.md (with the projection to N CPUs), cost.md, nudge.md,"
-	echo "direct.md. Noise:"
+	echo "direct.md, prim.md. Noise:"
 	echo "noise.txt, machine_load.csv, loadavg.csv. Plots: plots/."
 } >summary.md
 
@@ -987,6 +1206,16 @@ for cfg in idle half-loaded; do
 		args+=("plots/data/direct_${cfg}_${m}.dat|$m")
 	done
 	plot_cdf "plots/direct_cdf_${cfg}.png" "Direct evidence: barrier latency CDF, $cfg (interleaved, random 0-10 ms gaps)" "${args[@]}"
+done
+plot_cdf plots/prim_wake_cdf.png "Event counts: wake latency CDF (increment → blocked waiter returns)" \
+	"plots/data/prim_wake_bd-sp.dat|barrierd_ec SP" "plots/data/prim_wake_bd-mp.dat|barrierd_ec MP" \
+	"plots/data/prim_wake_ck-sp.dat|ck_ec64 SP" "plots/data/prim_wake_ck-mp.dat|ck_ec64 MP"
+for cfg in idle-1 idle-2 loaded-1 loaded-2; do
+	args=()
+	for m in bd-epoch bd-epoch-file bd-hp ck-epoch urcu-memb urcu-mb urcu-qsbr; do
+		args+=("plots/data/prim_gp_${cfg}_${m}.dat|$m")
+	done
+	plot_cdf "plots/prim_gp_cdf_${cfg}.png" "Grace-period latency CDF, ${cfg%-*}, ${cfg#*-} sleepy reader(s)" "${args[@]}"
 done
 plot_cdf plots/notify_cdf.png "Notification latency CDF (advance → waiter running)" \
 	"plots/data/notify_idle.dat|idle" "plots/data/notify_loaded.dat|loaded"

@@ -54,6 +54,17 @@
 #                barrierd_passed()'s cost, already passed and fresh; half-loaded (a nice-0
 #                spinner on the second CPU): direct, file and GLOBAL, with how direct credited
 #                each CPU (the credit observer).  About a minute (BENCH_QUICK=1: 15 s)
+#   14 prim      issue 18's primitives (PERFORMANCE §17) against Debian's libck-dev and
+#                liburcu-dev: event counts (bench_ec: barrierd_ec SP/MP against ck_ec64 SP/MP)
+#                cycles per increment without and with a waiter, instructions per increment
+#                (callgrind), wake latency, the time until a waiter's indefinite block and its
+#                CPU time over a long wait; reclamation (bench_reclaim: barrierd epochs on the
+#                direct and the file path, hazard pointers, ck_epoch, liburcu memb/mb/qsbr)
+#                read-side ns per section with 1 and 2 threads, grace-period latency and IPIs
+#                idle and with a nice-0 spinner on the second CPU, 1 and 2 sleepy readers, and
+#                the objects held under 10 000 retirements/s.  About 70 s (BENCH_QUICK=1: 35 s);
+#                skipped with a note when bench_ec and bench_reclaim were not built (no
+#                libck-dev or liburcu-dev: scripts/deps.sh)
 # BENCH_SECTIONS="1 2 ..." runs a subset (for development; a full run is all of them).
 # BENCH_REPS=N repeats sections 9-13 N times (default 1), the configurations rotating, for
 # ranges; /proc/loadavg and the machine's busy share are recorded before each measurement
@@ -82,7 +93,7 @@ for t in taskset setpriv od awk sort nice; do
 done
 
 quick=${BENCH_QUICK:-0}
-sections=${BENCH_SECTIONS:-1 2 3 4 5 6 7 8 9 10 11 12 13}
+sections=${BENCH_SECTIONS:-1 2 3 4 5 6 7 8 9 10 11 12 13 14}
 reps=${BENCH_REPS:-1}
 scale() { # full quick
 	if [ "$quick" = 1 ]; then echo "$2"; else echo "$1"; fi
@@ -917,6 +928,72 @@ if want 13; then
 		echo "direct,half-loaded,$r,$(machine_busy_pct "$s0" "$(machine_stat)" | tr ' ' ,)" >>"$out/machine_load.csv"
 	done
 	pin_daemon "$all_cpus"
+fi
+
+# ---- 14: primitives (issue 18) ------------------------------------------------------------------
+
+# callgrind's self instructions of bench_ec's insn_* loops: prim_ec_insn.csv rows.
+insn_counts() { # N CALLGRIND_OUT
+	# Self cost per file:function (an inlined header's lines count under their own file, so sum
+	# over files); "=>" lines are calls' inclusive costs.
+	callgrind_annotate --inclusive=no --auto=no --threshold=100 "$2" 2>/dev/null | awk -v n="$1" '
+		!/=>/ && match($0, /:insn_[a-z_]+/) {
+			f = substr($0, RSTART + 1, RLENGTH - 1); x = $1; gsub(/,/, "", x)
+			if (x ~ /^[0-9]+$/) ir[f] += x }
+		END { for (f in ir) print f "," n "," ir[f] }' | sort >>"$out/prim_ec_insn.csv"
+}
+
+if want 14; then
+	first=$(echo "$cpus" | sed -n 1p)
+	second=$(echo "$cpus" | sed -n 2p)
+	if [ ! -x "$build/bench/bench_ec" ] || [ ! -x "$build/bench/bench_reclaim" ]; then
+		log "note: bench_ec and bench_reclaim were not built (libck-dev, liburcu-dev: scripts/deps.sh); section 14 skipped"
+	else
+		pin_daemon "$all_cpus"
+		rm -f "$out"/prim_*.csv
+		wait_disarmed
+		note_load prim ec-inc 1
+		log "primitives: event count increments, no waiter and an active one"
+		"$build/bench/bench_ec" inc "$state" "$(scale 2000000 1000000)" "$(scale 5 3)" "$out/prim_ec_inc.csv"
+		if command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null; then
+			log "primitives: instructions per increment (callgrind)"
+			echo "function,n,ir" >"$out/prim_ec_insn.csv"
+			if valgrind --tool=callgrind --callgrind-out-file="$tmp/callgrind.out" \
+				"$build/bench/bench_ec" insn 100000 >/dev/null 2>"$tmp/callgrind.log"; then
+				insn_counts 100000 "$tmp/callgrind.out"
+			else
+				log "note: callgrind failed ($(tail -1 "$tmp/callgrind.log")); no instruction counts"
+			fi
+		else
+			log "note: no valgrind; no instruction counts"
+		fi
+		note_load prim ec-wake 1
+		log "primitives: event count wake latency"
+		"$build/bench/bench_ec" wake "$state" "$(scale 200 60)" "$out/prim_ec_wake.csv"
+		note_load prim ec-block 1
+		log "primitives: time to a waiter's indefinite block, its CPU over a long wait"
+		"$build/bench/bench_ec" block "$state" "$(scale 3 2)" "$(scale 2000 1500)" "$out/prim_ec_block.csv"
+		impls="bd-epoch bd-epoch-file bd-hp ck-epoch urcu-memb urcu-mb urcu-qsbr"
+		note_load prim read 1
+		log "primitives: read-side cost, 1 and 2 threads"
+		"$build/bench/bench_reclaim" read "$state" all "$(scale 10000000 4000000)" "$(scale 5 3)" "$out/prim_read.csv"
+		k=0
+		for cond in idle loaded; do
+			for readers in 1 2; do
+				wait_disarmed
+				note_load prim "gp-$cond-$readers" 1
+				[ "$cond" = loaded ] && spin_on "$second" 0
+				log "primitives: grace periods, $cond, $readers sleepy readers"
+				"$build/bench/bench_reclaim" gp "$state" "$(rotate "$k" $impls | tr ' ' , | sed 's/,$//')" \
+					"$(scale 200 80)" "$readers" "$cond" "$out/prim_gp.csv"
+				stop_spinners
+				k=$((k + 1))
+			done
+		done
+		note_load prim mem 1
+		log "primitives: objects held under 10 000 retirements/s, 2 sleepy readers"
+		"$build/bench/bench_reclaim" mem "$state" all 10000 "$(scale 2 1)" 2 "$out/prim_mem.csv"
+	fi
 fi
 
 stop_daemon
