@@ -860,6 +860,11 @@ if [ -s prim_ec_inc.csv ] || [ -s prim_read.csv ] || [ -s prim_gp.csv ]; then
 		echo "(*bd-epoch*: direct evidence; *bd-epoch-file*: a \`BARRIERD_OPEN_NO_DIRECT\` handle) and hazard"
 		echo "pointers (*bd-hp*) against \`ck_epoch\` and liburcu's memb, mb and qsbr flavours (Debian"
 		echo "liburcu-dev, the inline read side: \`_LGPL_SOURCE\`)."
+		if [ -s loadavg.csv ] && grep -q '^prim,' loadavg.csv; then
+			echo
+			echo "The machine's busy share (all CPUs) in the second before each measurement, and the 1-minute"
+			echo "load average: $(awk -F, '$1 == "prim" { printf "%s%s %s %% (%s)", s, $2, $8, $5; s = "; " }' loadavg.csv)."
+		fi
 		if [ -s prim_ec_inc.csv ]; then
 			awk -F, 'NR > 1 {print $1 "/" $2, $5}' prim_ec_inc.csv | median_by >prim_inc_cyc.txt
 			awk -F, 'NR > 1 {print $1 "/" $2, $6}' prim_ec_inc.csv | median_by >prim_inc_ns.txt
