@@ -5,7 +5,8 @@
  * Schemes (IMPLS, comma-separated, or "all"): bd-epoch (a domain on the default handle, with
  * direct evidence when the daemon serves slots), bd-epoch-file (on a BARRIERD_OPEN_NO_DIRECT
  * handle), bd-hp (hazard pointers on the default handle; its "grace period" is
- * barrierd_hp_reclaim(): the barrier and the scan), ck-epoch, urcu-memb, urcu-mb, urcu-qsbr.
+ * barrierd_hp_reclaim() with the old object just retired: the barrier, the scan and the free),
+ * ck-epoch, urcu-memb, urcu-mb, urcu-qsbr.
  * A read section loads a shared pointer and reads the object it points to.
  *
  *   bench_reclaim read STATE IMPLS N REPS OUT.csv
@@ -179,9 +180,12 @@ static const struct rcl_impl rcl_bd_epoch_file = {
     .drain = bd_epoch_drain,
 };
 
+/* gp: a batch no grace period reaches (each retires one object and reclaims it). */
+static unsigned bd_hp_batch;
+
 static int bd_hp_setup(void)
 {
-	bd_hpd = barrierd_hp_new(h_direct, 0);
+	bd_hpd = barrierd_hp_new(h_direct, bd_hp_batch);
 	return bd_hpd ? 0 : -ENOMEM;
 }
 
@@ -237,6 +241,7 @@ static const struct rcl_impl rcl_bd_hp = {
     .writer_register = no_writer,
     .writer_unregister = no_writer_unregister,
     .synchronize = bd_hp_synchronize,
+    .gp_retires = 1,
     .retire = bd_hp_retire,
     .drain = bd_hp_synchronize,
 };
@@ -508,6 +513,12 @@ static int run_gp(const struct rcl_impl **sel, int nsel, uint64_t n, int nreader
 
 			bench_sleep_ns(rnd(&s) % (2 * BENCH_MS + 1));
 			old = __atomic_exchange_n(&rcl_src, obj_new(i), __ATOMIC_ACQ_REL);
+			if (impl->gp_retires) {
+				atomic_fetch_add(&rcl_live, 1);
+				if (impl->retire(w, old))
+					rc = 1;
+				old = NULL; /* the timed call frees it */
+			}
 			proc_interrupts_sum(&pi, a);
 			t0 = bd_mono_ns();
 			err = impl->synchronize(w);
@@ -667,7 +678,7 @@ int main(int argc, char **argv)
 	if (argc == 7 && !strcmp(argv[1], "read"))
 		rc = run_read(sel, nsel, strtoull(argv[4], NULL, 10),
 			      (unsigned)strtoul(argv[5], NULL, 10), argv[6]);
-	else if (argc == 8 && !strcmp(argv[1], "gp"))
+	else if (argc == 8 && !strcmp(argv[1], "gp") && (bd_hp_batch = 1024))
 		rc =
 		    run_gp(sel, nsel, strtoull(argv[4], NULL, 10), atoi(argv[5]), argv[6], argv[7]);
 	else if (argc == 8 && !strcmp(argv[1], "mem"))

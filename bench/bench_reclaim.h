@@ -37,8 +37,13 @@ struct rcl_impl {
 	/* The writer's record (NULL is fine for schemes that need none). */
 	void *(*writer_register)(void);
 	void (*writer_unregister)(void *w);
-	/* Wait for a grace period (0 or an error). */
+	/*
+	 * Wait for a grace period (0 or an error).  gp_retires: the scheme's grace period only
+	 * happens for something retired (hazard pointers: reclaim with nothing retired returns at
+	 * once), so the writer retires the old object before the timed call, which frees it.
+	 */
 	int (*synchronize)(void *w);
+	int gp_retires;
 	/* Free o once no reader can hold it (o already unlinked). */
 	int (*retire)(void *w, struct rcl_obj *o);
 	/* Free everything retired so far. */

@@ -995,7 +995,8 @@ if [ -s prim_ec_inc.csv ] || [ -s prim_read.csv ] || [ -s prim_gp.csv ]; then
 			echo "The writer on the first CPU: a random 0–2 ms sleep, replace the object, synchronize (timed),"
 			echo "free the old one. Readers: threads each doing a section then sleeping a random 0–1 ms (qsbr:"
 			echo "offline while asleep). *loaded*: a nice-0 spinner (another process) on the second CPU. bd-hp's"
-			echo "grace period is \`barrierd_hp_reclaim()\` (the barrier and the scan). IPIs per grace period:"
+			echo "grace period is \`barrierd_hp_reclaim()\` right after retiring the old object (the barrier, the scan"
+			echo "and the free). IPIs per grace period:"
 			echo "/proc/interrupts CAL+RES+IWI+TLB over every CPU, read just before and after each call. µs."
 			echo
 			echo "| load | readers | scheme | calls | p50 | p90 | p99 | max | IPIs | CAL | RES | IWI | TLB |"
