@@ -61,8 +61,9 @@
 #                CPU time over a long wait; reclamation (bench_reclaim: barrierd epochs on the
 #                direct and the file path, hazard pointers, ck_epoch, liburcu memb/mb/qsbr)
 #                read-side ns per section with 1 and 2 threads, grace-period latency and IPIs
-#                idle and with a nice-0 spinner on the second CPU, 1 and 2 sleepy readers, and
-#                the objects held under 10 000 retirements/s.  About 70 s (BENCH_QUICK=1: 35 s);
+#                idle and with a nice-0 spinner on the second CPU, 1 and 2 sleepy readers (and
+#                loaded with the daemon pinned to the first CPU), and the objects held under
+#                10 000 retirements/s.  About 80 s (BENCH_QUICK=1: 45 s);
 #                skipped with a note when bench_ec and bench_reclaim were not built (no
 #                libck-dev or liburcu-dev: scripts/deps.sh)
 # BENCH_SECTIONS="1 2 ..." runs a subset (for development; a full run is all of them).
@@ -977,18 +978,21 @@ if want 14; then
 		note_load prim read 1
 		log "primitives: read-side cost, 1 and 2 threads"
 		"$build/bench/bench_reclaim" read "$state" all "$(scale 10000000 4000000)" "$(scale 5 3)" "$out/prim_read.csv"
+		# pinned: loaded, and the daemon's threads (but its nudge threads) on the first CPU with
+		# the writer, so that no doorbell wake-up lands on the busy CPU.
 		k=0
-		for cond in idle loaded; do
-			for readers in 1 2; do
-				wait_disarmed
-				note_load prim "gp-$cond-$readers" 1
-				[ "$cond" = loaded ] && spin_on "$second" 0
-				log "primitives: grace periods, $cond, $readers sleepy readers"
-				"$build/bench/bench_reclaim" gp "$state" "$(rotate "$k" $impls | tr ' ' , | sed 's/,$//')" \
-					"$(scale 200 80)" "$readers" "$cond" "$out/prim_gp.csv"
-				stop_spinners
-				k=$((k + 1))
-			done
+		for cfg in idle-1 idle-2 loaded-1 loaded-2 pinned-2; do
+			cond=${cfg%-*} readers=${cfg#*-}
+			wait_disarmed
+			note_load prim "gp-$cfg" 1
+			[ "$cond" = idle ] || spin_on "$second" 0
+			[ "$cond" = pinned ] && pin_daemon "$first"
+			log "primitives: grace periods, $cond, $readers sleepy readers"
+			"$build/bench/bench_reclaim" gp "$state" "$(rotate "$k" $impls | tr ' ' , | sed 's/,$//')" \
+				"$(scale 200 80)" "$readers" "$cond" "$out/prim_gp.csv"
+			stop_spinners
+			pin_daemon "$all_cpus"
+			k=$((k + 1))
 		done
 		note_load prim mem 1
 		log "primitives: objects held under 10 000 retirements/s, 2 sleepy readers"
