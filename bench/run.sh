@@ -63,7 +63,7 @@
 #                read-side ns per section with 1 and 2 threads, grace-period latency and IPIs
 #                idle and with a nice-0 spinner on the second CPU, 1 and 2 sleepy readers (and
 #                loaded with the daemon pinned to the first CPU), and the objects held under
-#                10 000 retirements/s.  About 80 s (BENCH_QUICK=1: 45 s);
+#                10 000 retirements/s.  About 80 s (BENCH_QUICK=1: 30 s);
 #                skipped with a note when bench_ec and bench_reclaim were not built (no
 #                libck-dev or liburcu-dev: scripts/deps.sh)
 # BENCH_SECTIONS="1 2 ..." runs a subset (for development; a full run is all of them).
