@@ -94,7 +94,11 @@ int barrierd_epoch_retire(struct barrierd_epoch *e, void *ptr, void (*fn)(void *
 /*
  * Synchronize now (no deadline) and free everything retired before the call and not already
  * taken by another caller.  0 (also when nothing was retired), the synchronize's error (the
- * objects stay retired), -EDEADLK from inside one of the domain's free functions, -EINVAL.
+ * objects stay retired), -ENOMEM (the synchronize failed and there was no memory to put the
+ * objects back: they are leaked, never freed under a reader), -EDEADLK from inside one of the
+ * domain's free functions, -EINVAL.  The -EDEADLK guard knows the innermost domain being freed
+ * only: a free function of one domain that reclaims another, whose free function reclaims the
+ * first, is not refused (no lock is held: it recurses).
  */
 int barrierd_epoch_reclaim(struct barrierd_epoch *e);
 
@@ -165,8 +169,10 @@ static inline void barrierd_hp_clear(struct barrierd_hp_record *r, unsigned slot
 int barrierd_hp_retire(struct barrierd_hp *d, void *ptr, void (*fn)(void *));
 /*
  * Barrier, scan and free now.  0 (also when nothing was retired), the barrier's error or
- * -ENOMEM (the copy of the slots: nothing freed, the objects stay retired), -EDEADLK from
- * inside one of the domain's free functions, -EINVAL.
+ * -ENOMEM (the copy of the slots: nothing freed, the objects stay retired; or no memory to put
+ * back what a slot still holds: those objects are leaked, never freed), -EDEADLK from inside
+ * one of the domain's free functions (the innermost domain being freed only, as for epochs),
+ * -EINVAL.
  */
 int barrierd_hp_reclaim(struct barrierd_hp *d);
 

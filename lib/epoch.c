@@ -189,6 +189,7 @@ static __thread const struct barrierd_epoch *freeing;
  */
 static int reclaim_batch(struct barrierd_epoch *e, struct bd_retired_list *batch)
 {
+	int requeued;
 	const struct barrierd_epoch *outer = freeing;
 	int ret = barrierd_epoch_synchronize(e, -1);
 
@@ -199,11 +200,15 @@ static int reclaim_batch(struct barrierd_epoch *e, struct bd_retired_list *batch
 		freeing = outer;
 		batch->n = 0;
 	}
-	/* On failure the objects go back on the list: they stay retired, the next call retries. */
+	/*
+	 * On failure the objects go back on the list: they stay retired, the next call retries.
+	 * With no memory to put them back they are leaked (never freed under a reader), and the
+	 * caller hears -ENOMEM.
+	 */
 	pthread_mutex_lock(&e->lock);
-	(void)bd_retired_requeue(&e->retired, &e->spare, batch);
+	requeued = bd_retired_requeue(&e->retired, &e->spare, batch);
 	pthread_mutex_unlock(&e->lock);
-	return ret;
+	return ret ? ret : requeued;
 }
 
 BDLIB_EXPORT int barrierd_epoch_retire(struct barrierd_epoch *e, void *ptr, void (*fn)(void *))
@@ -261,7 +266,12 @@ BDLIB_EXPORT void barrierd_epoch_free(struct barrierd_epoch *e)
 	 * reclaim still takes its barrier.  If even that fails, the objects leak rather than
 	 * being freed under a reader.
 	 */
-	(void)barrierd_epoch_reclaim(e);
+	/*
+	 * Again while free functions retired more on this domain meanwhile (bounded: a free
+	 * function that retires forever is the caller's loop).
+	 */
+	for (int i = 0; i < 16 && barrierd_epoch_reclaim(e) == 0 && e->retired.n; i++)
+		;
 	for (r = e->head; r; r = next) {
 		next = r->next;
 		free(r);

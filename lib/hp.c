@@ -153,6 +153,7 @@ static __thread const struct barrierd_hp *freeing;
  */
 static int scan_batch(struct barrierd_hp *d, struct bd_retired_list *batch)
 {
+	int requeued;
 	const struct barrierd_hp *outer = freeing;
 	size_t keep = 0, nh = 0;
 	void **hz = NULL;
@@ -179,9 +180,10 @@ static int scan_batch(struct barrierd_hp *d, struct bd_retired_list *batch)
 	pthread_mutex_lock(&d->lock);
 	if (!ret) /* (after a failure the next retire retries, as if nothing had been kept) */
 		d->kept = batch->n;
-	(void)bd_retired_requeue(&d->retired, &d->spare, batch);
+	/* With no memory to put them back, kept objects are leaked (never freed): -ENOMEM. */
+	requeued = bd_retired_requeue(&d->retired, &d->spare, batch);
 	pthread_mutex_unlock(&d->lock);
-	return ret;
+	return ret ? ret : requeued;
 }
 
 BDLIB_EXPORT int barrierd_hp_retire(struct barrierd_hp *d, void *ptr, void (*fn)(void *))
@@ -237,7 +239,12 @@ BDLIB_EXPORT void barrierd_hp_free(struct barrierd_hp *d)
 	 * A final scan, barrier included; what a slot still holds then, or everything if the
 	 * barrier fails, is leaked rather than freed under a reader.
 	 */
-	(void)barrierd_hp_reclaim(d);
+	/* Again while free functions retired more meanwhile and the scans still free some. */
+	for (size_t i = 0, n = SIZE_MAX; i < 16 && d->retired.n < n; i++) {
+		n = d->retired.n;
+		if (barrierd_hp_reclaim(d) != 0)
+			break;
+	}
 	for (r = d->head; r; r = next) {
 		next = r->next;
 		free(r);
