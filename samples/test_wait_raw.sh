@@ -8,53 +8,8 @@
 set -u
 daemon=$1 sample=$2 work=$3
 
-skip() {
-	if [ "${BARRIERD_REQUIRE_BPF:-}" = 1 ]; then
-		echo "FAIL: $1, and BARRIERD_REQUIRE_BPF=1 forbids skipping"
-		exit 1
-	fi
-	echo "SKIP: $1"
-	exit 77
-}
-[ "$(id -u)" = 0 ] || skip "needs root (BPF, tracepoints)"
-[ -r /sys/kernel/btf/vmlinux ] || skip "needs a kernel with BTF (/sys/kernel/btf/vmlinux)"
-
-mkdir -p "$work"
-dir=$(mktemp -d "$work/wait_raw.XXXXXX") || exit 1
-chmod 0755 "$dir"
-state=$dir/state
-pid=
-cleanup() {
-	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-fail() {
-	echo "FAIL: $1"
-	echo "--- daemon log:"
-	cat "$dir/daemon.log" 2>/dev/null
-	exit 1
-}
-
-# One 64-bit word of the state file, by byte offset.
-word() {
-	od -A n -t u8 -j "$1" -N 8 "$state" 2>/dev/null | tr -d ' '
-}
-
-"$daemon" --state "$state" >"$dir/daemon.log" 2>&1 &
-pid=$!
-# Wait (hang guard: 10 s) until the file says this daemon runs: RUNNING set, STOPPED clear.
-i=0
-while :; do
-	flags=$(word 56)
-	if [ -n "$flags" ] && [ "$(word 88)" = "$pid" ] && [ $((flags & 3)) = 1 ]; then
-		break
-	fi
-	kill -0 "$pid" 2>/dev/null || fail "the daemon exited before it started"
-	i=$((i + 1))
-	[ $i -lt 1000 ] || fail "the daemon did not start within 10 s"
-	sleep 0.01
-done
+. "$(dirname "$0")/daemon_lib.sh"
+sample_daemon_start "$daemon" "$work" wait_raw
 
 # Barriers against the running daemon.
 out=$(timeout 60 "$sample" -n 200 "$state" 2>&1) || fail "wait_raw: $out"
