@@ -105,28 +105,39 @@ struct barrierd_header {
 	struct barrierd_cpu per_cpu[]; /* ncpu entries */
 };
 
-_Static_assert(sizeof(struct barrierd_cpu) == 16, "per-CPU entry is 16 bytes");
-_Static_assert(offsetof(struct barrierd_cpu, last_interrupt_ns) == 0, "abi");
-_Static_assert(offsetof(struct barrierd_cpu, last_interrupt_vtime) == 8, "abi");
-_Static_assert(offsetof(struct barrierd_header, ncpu) == 0, "abi");
-_Static_assert(offsetof(struct barrierd_header, vtime) == 8, "abi");
-_Static_assert(offsetof(struct barrierd_header, last_interrupt_ns) == 16, "abi");
-_Static_assert(offsetof(struct barrierd_header, last_interrupt_vtime) == 24, "abi");
-_Static_assert(offsetof(struct barrierd_header, magic) == 32, "abi");
-_Static_assert(offsetof(struct barrierd_header, abi_major) == 40, "abi");
-_Static_assert(offsetof(struct barrierd_header, abi_minor) == 44, "abi");
-_Static_assert(offsetof(struct barrierd_header, header_size) == 48, "abi");
-_Static_assert(offsetof(struct barrierd_header, cpu_stride) == 52, "abi");
-_Static_assert(offsetof(struct barrierd_header, flags) == 56, "abi");
-_Static_assert(offsetof(struct barrierd_header, generation) == 64, "abi");
-_Static_assert(offsetof(struct barrierd_header, heartbeat_ns) == 72, "abi");
-_Static_assert(offsetof(struct barrierd_header, heartbeat_period_ns) == 80, "abi");
-_Static_assert(offsetof(struct barrierd_header, daemon_pid) == 88, "abi");
-_Static_assert(offsetof(struct barrierd_header, boot_id) == 96, "abi");
-_Static_assert(offsetof(struct barrierd_header, doorbell) == 112, "abi");
-_Static_assert(offsetof(struct barrierd_header, ext_offset) == 120, "abi");
-_Static_assert(offsetof(struct barrierd_header, per_cpu) == 128, "abi");
-_Static_assert(sizeof(struct barrierd_header) == 128, "abi");
+/*
+ * The ABI asserts, in C11 and in C++11 (g++ has no _Static_assert in C++; static_assert there).
+ */
+#ifndef BARRIERD_STATIC_ASSERT
+#ifdef __cplusplus
+#define BARRIERD_STATIC_ASSERT(e, m) static_assert(e, m)
+#else
+#define BARRIERD_STATIC_ASSERT(e, m) _Static_assert(e, m)
+#endif
+#endif
+
+BARRIERD_STATIC_ASSERT(sizeof(struct barrierd_cpu) == 16, "per-CPU entry is 16 bytes");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_cpu, last_interrupt_ns) == 0, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_cpu, last_interrupt_vtime) == 8, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_header, ncpu) == 0, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_header, vtime) == 8, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_header, last_interrupt_ns) == 16, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_header, last_interrupt_vtime) == 24, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_header, magic) == 32, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_header, abi_major) == 40, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_header, abi_minor) == 44, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_header, header_size) == 48, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_header, cpu_stride) == 52, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_header, flags) == 56, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_header, generation) == 64, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_header, heartbeat_ns) == 72, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_header, heartbeat_period_ns) == 80, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_header, daemon_pid) == 88, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_header, boot_id) == 96, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_header, doorbell) == 112, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_header, ext_offset) == 120, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_header, per_cpu) == 128, "abi");
+BARRIERD_STATIC_ASSERT(sizeof(struct barrierd_header) == 128, "abi");
 
 /* ext_cpu.state */
 enum barrierd_cpu_state {
@@ -187,25 +198,25 @@ struct barrierd_ext {
 	struct barrierd_ext_cpu cpu[]; /* ncpu entries */
 };
 
-_Static_assert(sizeof(struct barrierd_ext_cpu) == 32, "abi");
-_Static_assert(offsetof(struct barrierd_ext_cpu, state) == 0, "abi");
-_Static_assert(offsetof(struct barrierd_ext_cpu, credit_event) == 8, "abi");
-_Static_assert(offsetof(struct barrierd_ext_cpu, credit_idle) == 16, "abi");
-_Static_assert(offsetof(struct barrierd_ext_cpu, credit_offline) == 24, "abi");
-_Static_assert(offsetof(struct barrierd_ext, ext_size) == 0, "abi");
-_Static_assert(offsetof(struct barrierd_ext, ext_header_size) == 8, "abi");
-_Static_assert(offsetof(struct barrierd_ext, ext_cpu_stride) == 12, "abi");
-_Static_assert(offsetof(struct barrierd_ext, last_advance_ns) == 16, "abi");
-_Static_assert(offsetof(struct barrierd_ext, last_advance_cause) == 24, "abi");
-_Static_assert(offsetof(struct barrierd_ext, passes) == 32, "abi");
-_Static_assert(offsetof(struct barrierd_ext, credit_passes) == 40, "abi");
-_Static_assert(offsetof(struct barrierd_ext, doorbell_rings) == 48, "abi");
-_Static_assert(offsetof(struct barrierd_ext, stop_ns) == 56, "abi");
-_Static_assert(offsetof(struct barrierd_ext, stop_vtime) == 64, "abi");
-_Static_assert(offsetof(struct barrierd_ext, horizon_ns) == 72, "abi");
-_Static_assert(offsetof(struct barrierd_ext, nudges) == 80, "abi");
-_Static_assert(offsetof(struct barrierd_ext, cpu) == 128, "abi");
-_Static_assert(sizeof(struct barrierd_ext) == 128, "abi");
+BARRIERD_STATIC_ASSERT(sizeof(struct barrierd_ext_cpu) == 32, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_ext_cpu, state) == 0, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_ext_cpu, credit_event) == 8, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_ext_cpu, credit_idle) == 16, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_ext_cpu, credit_offline) == 24, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_ext, ext_size) == 0, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_ext, ext_header_size) == 8, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_ext, ext_cpu_stride) == 12, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_ext, last_advance_ns) == 16, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_ext, last_advance_cause) == 24, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_ext, passes) == 32, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_ext, credit_passes) == 40, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_ext, doorbell_rings) == 48, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_ext, stop_ns) == 56, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_ext, stop_vtime) == 64, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_ext, horizon_ns) == 72, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_ext, nudges) == 80, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_ext, cpu) == 128, "abi");
+BARRIERD_STATIC_ASSERT(sizeof(struct barrierd_ext) == 128, "abi");
 
 /* Where the extension starts for a given ncpu: after the per-CPU array, 64-byte aligned. */
 static inline uint64_t barrierd_ext_offset(uint64_t ncpu)
@@ -245,10 +256,10 @@ struct barrierd_slots_msg {
 	uint32_t reserved;   /* 0 */
 };
 
-_Static_assert(sizeof(struct barrierd_slots_msg) == 40, "abi");
-_Static_assert(offsetof(struct barrierd_slots_msg, ncpu) == 16, "abi");
-_Static_assert(offsetof(struct barrierd_slots_msg, generation) == 24, "abi");
-_Static_assert(offsetof(struct barrierd_slots_msg, nlinks) == 32, "abi");
+BARRIERD_STATIC_ASSERT(sizeof(struct barrierd_slots_msg) == 40, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_slots_msg, ncpu) == 16, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_slots_msg, generation) == 24, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_slots_msg, nlinks) == 32, "abi");
 
 /* The largest ncpu a reader accepts (the kernel's NR_CPUS limit). */
 #define BARRIERD_MAX_CPUS 8192u

@@ -25,8 +25,19 @@
 #define BARRIERD_SLOT_IDLE 1
 #define BARRIERD_SLOT_BUSY 2
 
+/*
+ * The ABI asserts, in C11 and in C++11 (g++ has no _Static_assert in C++; static_assert there).
+ */
+#ifndef BARRIERD_STATIC_ASSERT
+#ifdef __cplusplus
+#define BARRIERD_STATIC_ASSERT(e, m) static_assert(e, m)
+#else
+#define BARRIERD_STATIC_ASSERT(e, m) _Static_assert(e, m)
+#endif
+#endif
+
 /* UNKNOWN must differ from BUSY: the daemon's start-up swap from UNKNOWN must fail on BUSY. */
-_Static_assert(BARRIERD_SLOT_BUSY != BARRIERD_SLOT_UNKNOWN, "slot abi");
+BARRIERD_STATIC_ASSERT(BARRIERD_SLOT_BUSY != BARRIERD_SLOT_UNKNOWN, "slot abi");
 
 struct barrierd_slot {
 	__u64 stamp;	 /* bpf_ktime_get_ns() of the latest event, stored by xchg (rule 1) */
@@ -39,13 +50,13 @@ struct barrierd_slot {
 	__u64 reserved;	 /* 0 */
 };
 
-_Static_assert(sizeof(struct barrierd_slot) == 64, "one cache line per CPU");
-_Static_assert(__builtin_offsetof(struct barrierd_slot, stamp) == 0, "slot abi");
-_Static_assert(__builtin_offsetof(struct barrierd_slot, vtime) == 8, "slot abi");
-_Static_assert(__builtin_offsetof(struct barrierd_slot, idle) == 16, "slot abi");
-_Static_assert(__builtin_offsetof(struct barrierd_slot, switches) == 24, "slot abi");
-_Static_assert(__builtin_offsetof(struct barrierd_slot, events) == 32, "slot abi");
-_Static_assert(__builtin_offsetof(struct barrierd_slot, signals) == 40, "slot abi");
-_Static_assert(__builtin_offsetof(struct barrierd_slot, sig_stamp) == 48, "slot abi");
+BARRIERD_STATIC_ASSERT(sizeof(struct barrierd_slot) == 64, "one cache line per CPU");
+BARRIERD_STATIC_ASSERT(__builtin_offsetof(struct barrierd_slot, stamp) == 0, "slot abi");
+BARRIERD_STATIC_ASSERT(__builtin_offsetof(struct barrierd_slot, vtime) == 8, "slot abi");
+BARRIERD_STATIC_ASSERT(__builtin_offsetof(struct barrierd_slot, idle) == 16, "slot abi");
+BARRIERD_STATIC_ASSERT(__builtin_offsetof(struct barrierd_slot, switches) == 24, "slot abi");
+BARRIERD_STATIC_ASSERT(__builtin_offsetof(struct barrierd_slot, events) == 32, "slot abi");
+BARRIERD_STATIC_ASSERT(__builtin_offsetof(struct barrierd_slot, signals) == 40, "slot abi");
+BARRIERD_STATIC_ASSERT(__builtin_offsetof(struct barrierd_slot, sig_stamp) == 48, "slot abi");
 
 #endif
