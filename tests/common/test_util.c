@@ -4,6 +4,8 @@
  */
 #include "test_util.h"
 
+#include <barrierd_slot.h>
+
 #include <errno.h>
 #include <grp.h>
 #include <fcntl.h>
@@ -364,4 +366,28 @@ int test_slots_fetch(const char *sock, struct barrierd_slots_msg *m, int *fds, i
 		}
 	}
 	return r == (ssize_t)sizeof(*m) ? n : -EPROTO;
+}
+
+const struct barrierd_slot *test_map_slots(const char *dir, size_t *len, uint64_t *ncpu)
+{
+	struct barrierd_slots_msg m;
+	int dfd, nfds, fds[1 + BARRIERD_SLOTS_MAX_LINKS];
+	char sock[108];
+	void *map = MAP_FAILED;
+
+	/* Through the directory's descriptor: the build tree's path may not fit sun_path. */
+	dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return NULL;
+	snprintf(sock, sizeof(sock), "/proc/self/fd/%d/state%s", dfd, BARRIERD_SLOTS_SOCKET_SUFFIX);
+	nfds = test_slots_fetch(sock, &m, fds, (int)(1 + BARRIERD_SLOTS_MAX_LINKS));
+	close(dfd);
+	if (nfds >= 2) {
+		*len = (size_t)m.ncpu * sizeof(struct barrierd_slot);
+		*ncpu = m.ncpu;
+		map = mmap(NULL, *len, PROT_READ, MAP_SHARED, fds[0], 0);
+	}
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]); /* the mapping keeps the map; no link is kept */
+	return map == MAP_FAILED ? NULL : map;
 }

@@ -82,6 +82,14 @@ void test_kill_all(pid_t *pids, int n);
  */
 int test_slots_fetch(const char *sock, struct barrierd_slots_msg *m, int *fds, int max);
 
+/*
+ * The slots of the daemon whose state file is DIR/state, mapped read-only as a client gets them,
+ * with every received descriptor closed (no link kept: this view holds no program attached).
+ * The mapping (*len bytes, *ncpu slots), or NULL.
+ */
+struct barrierd_slot;
+const struct barrierd_slot *test_map_slots(const char *dir, size_t *len, uint64_t *ncpu);
+
 /* The unprivileged user the security tests act as. */
 #define TEST_NOBODY 65534
 

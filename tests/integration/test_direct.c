@@ -145,23 +145,11 @@ static void future_stamp_not_passed(void **state)
  */
 static const struct barrierd_slot *map_slots(uint64_t ncpu, size_t *len)
 {
-	struct barrierd_slots_msg m;
-	int dfd, nfds, fds[1 + BARRIERD_SLOTS_MAX_LINKS];
-	char sock[108];
-	void *map;
+	uint64_t n = 0;
+	const struct barrierd_slot *map = test_map_slots(H.dir, len, &n);
 
-	/* Through the directory's descriptor: the build tree's path may not fit sun_path. */
-	dfd = open(H.dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	assert_true(dfd >= 0);
-	snprintf(sock, sizeof(sock), "/proc/self/fd/%d/state%s", dfd, BARRIERD_SLOTS_SOCKET_SUFFIX);
-	nfds = test_slots_fetch(sock, &m, fds, (int)(1 + BARRIERD_SLOTS_MAX_LINKS));
-	close(dfd);
-	assert_true(nfds >= 2);
-	*len = (size_t)ncpu * sizeof(struct barrierd_slot);
-	map = mmap(NULL, *len, PROT_READ, MAP_SHARED, fds[0], 0);
-	for (int i = 0; i < nfds; i++)
-		close(fds[i]); /* the mapping keeps the map; no link is kept */
-	assert_true(map != MAP_FAILED);
+	assert_non_null(map);
+	assert_int_equal(n, ncpu);
 	return map;
 }
 

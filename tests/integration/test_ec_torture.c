@@ -242,27 +242,14 @@ static uint64_t torture_seconds(void)
 	return v > 0 ? (uint64_t)v : 10;
 }
 
-/* The real daemon's slots, as a client gets them (test_direct.c's map_slots); no link kept. */
+/* The real daemon's slots, as a client gets them; no link kept. */
 static void map_slots(void)
 {
-	struct barrierd_slots_msg m;
-	int dfd, nfds, fds[1 + BARRIERD_SLOTS_MAX_LINKS];
-	char sock[108];
-	void *map;
+	uint64_t ncpu = 0;
 
-	dfd = open(H.dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	assert_true(dfd >= 0);
-	snprintf(sock, sizeof(sock), "/proc/self/fd/%d/state%s", dfd, BARRIERD_SLOTS_SOCKET_SUFFIX);
-	nfds = test_slots_fetch(sock, &m, fds, (int)(1 + BARRIERD_SLOTS_MAX_LINKS));
-	close(dfd);
-	assert_true(nfds >= 2);
-	assert_true((uint64_t)cpu_producer < m.ncpu);
-	slots_len = (size_t)m.ncpu * sizeof(struct barrierd_slot);
-	map = mmap(NULL, slots_len, PROT_READ, MAP_SHARED, fds[0], 0);
-	for (int i = 0; i < nfds; i++)
-		close(fds[i]);
-	assert_true(map != MAP_FAILED);
-	slots = map;
+	slots = test_map_slots(H.dir, &slots_len, &ncpu);
+	assert_non_null(slots);
+	assert_true((uint64_t)cpu_producer < ncpu);
 }
 
 /* One run; the lost wake-ups it saw. */
