@@ -1847,9 +1847,10 @@ int main(int argc, char **argv)
 	diag("  total    %6lu audited, %lu violations, %.1f s", A.audited_total, A.violations,
 	     (double)(bd_mono_ns() - t0) / 1e9);
 	diag("  recorder: %llu records, %llu switches away from a task never traced, %llu "
-	     "CPU-barriers accepted on one event whose two readings bracket the barrier",
+	     "CPU-barriers accepted on one event whose two readings bracket the barrier, "
+	     "%llu stamps pinned by the instance behind the daemon alone",
 	     (unsigned long long)A.rec.records, (unsigned long long)A.rec.untraced_switches,
-	     (unsigned long long)A.rec.bracketed);
+	     (unsigned long long)A.rec.bracketed, (unsigned long long)A.rec.behind_pinned);
 
 	if (A.violations) {
 		diag("first violation at audited barrier %lu (%s phase)", A.first_violation_at,

@@ -862,6 +862,44 @@ static void describe_events(struct recorder *r, int cpu, uint64_t lo, uint64_t h
 	snprintf(why, whylen, "last event %s, next event %s", b, a);
 }
 
+/*
+ * The probe gap the audit resolves: an instance behind the daemon logs an event at most this
+ * long after the daemon's program read the clock for it.  On the host a gap has exceeded 10 us
+ * (README, "Two instances"); under TCG a descheduled vCPU made one 117 us.
+ */
+#define REC_GAP_HOST_NS 20000ull
+#define REC_GAP_GUEST_NS 1000000ull
+
+/*
+ * An event on cpu that an instance attached behind the daemon logged in (t, t + gap], and the
+ * first it logged after t: the daemon's program reads the clock for an event before that
+ * instance's probe does, so the daemon's reading t of it is followed, within a probe gap, by
+ * the behind instance's.  It pins a stamp for which the instance in front gives no bracketing
+ * pair (README, "Client-side credits").
+ */
+static bool behind_point(struct recorder *r, int cpu, uint64_t t)
+{
+	uint64_t gap = r->bracket_lenient ? REC_GAP_GUEST_NS : REC_GAP_HOST_NS;
+
+	if (!r->daemon_after_ns)
+		return false;
+	for (int i = 0; i < r->n_inst; i++) {
+		struct rec_instance *y = r->inst[i];
+		struct rec_log *l = &y->cpu[cpu];
+		size_t k;
+
+		if (y->attach_ns < r->daemon_after_ns || y->attach_ns >= t || y->cover_end <= t)
+			continue;
+		sort_log(l);
+		k = upper_bound(l->ev, sizeof(*l->ev), l->n_ev, t);
+		while (k < l->n_ev && l->ev[k].kind == AUDIT_EV_LOCKED_KERNEL)
+			k++;
+		if (k < l->n_ev && l->ev[k].time - t <= gap)
+			return true;
+	}
+	return false;
+}
+
 bool recorder_stamp_event(struct recorder *r, int cpu, uint64_t lo, uint64_t hi, uint64_t s_min,
 			  uint64_t s_max, bool *pinned, char *why, size_t whylen)
 {
@@ -879,6 +917,11 @@ bool recorder_stamp_event(struct recorder *r, int cpu, uint64_t lo, uint64_t hi,
 	if (recorder_bracket_point(r, cpu, s_min) &&
 	    (s_max == s_min || recorder_bracket_point(r, cpu, s_max))) {
 		*pinned = true;
+		return true;
+	}
+	if (behind_point(r, cpu, s_min) && (s_max == s_min || behind_point(r, cpu, s_max))) {
+		*pinned = true;
+		r->behind_pinned++;
 		return true;
 	}
 	if (r->bracket_lenient && bracketed(r, cpu, lo, hi)) {

@@ -82,6 +82,7 @@ struct recorder {
 	 */
 	bool bracket_lenient;
 	uint64_t bracketed;
+	uint64_t behind_pinned; /* stamps pinned by the instance behind the daemon alone */
 	uint64_t
 	    untraced_switches; /* switches away from a task that never reached the tracepoint */
 	/*
@@ -151,7 +152,10 @@ bool recorder_evidence(struct recorder *r, int cpu, uint64_t lo, uint64_t hi, bo
  * s_min, and one that brackets s_max.  A barrier that passes on loads alone can be shorter than
  * the gap between the two probes of one event (the daemon's signal runs between them): the
  * recorder then sees the event only on either side of the window, and the stamp, which is the
- * daemon's reading of it, says where in between it was.  With --bracket-lenient, as
+ * daemon's reading of it, says where in between it was.  Or, also setting *pinned, the first
+ * event an instance behind the daemon logged after s_min (and after s_max) is within the probe
+ * gap (20 us; 1 ms with --bracket-lenient) of it: that instance reads the clock after the
+ * daemon's program for the same event.  With --bracket-lenient, as
  * recorder_evidence, an event whose two readings bracket the window.
  *
  * recorder_bracket_point: an event on cpu whose two readings bracket t.
