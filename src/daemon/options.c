@@ -57,7 +57,19 @@ static const char usage[] =
     "  -V, --version             show the version and exit\n"
     "\n"
     "The original command line, barrierd PATH ID..., is accepted too: PATH is the state\n"
-    "file and each ID a tracefs event id (events/CAT/NAME/id).\n";
+    "file and each ID a tracefs event id (events/CAT/NAME/id).\n"
+    "\n"
+    "SIGTERM, SIGINT and SIGHUP stop the daemon; the file stays, marked stopped.\n"
+    "\n"
+    "Exit status:\n"
+    "  0    stopped by SIGTERM, SIGINT or SIGHUP; or --help, --version\n"
+    "  1    the start failed, or an error stopped the daemon (the log names it)\n"
+    "  64   usage error\n"
+    "  70   the sandbox trapped a forbidden system call, or a SIGBUS not on the\n"
+    "       state file came\n"
+    "  74   the state file was truncated under the daemon\n"
+    "\n"
+    "Manual: barrierd(8).\n";
 
 /*
  * An argument as an error message quotes it: control characters as \xNN, so that the reason
