@@ -347,8 +347,16 @@ struct barrierd_open_opts {
  * BARRIERD_OPEN_ATTACH_LATER), -ENOMEM and other open(2)/mmap(2) errors.
  */
 int barrierd_open(struct barrierd **out, const char *path);
+#if defined(__cplusplus) && defined(__GNUC__)
+/* In C++ the function's name hides the struct's constructor, which g++ -Wshadow reports. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wshadow"
+#endif
 int barrierd_open_opts(struct barrierd **out, const char *path,
 		       const struct barrierd_open_opts *opts);
+#if defined(__cplusplus) && defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 /* Unmap and free.  NULL is allowed. */
 void barrierd_close(struct barrierd *b);
 

@@ -19,6 +19,7 @@ pc="$tmp/prefix/lib/pkgconfig/barrierd.pc"
 test -f "$pc" || { echo "FAIL: no $pc"; exit 1; }
 grep -q "^libdir=$tmp/prefix/lib$" "$pc" || { echo "FAIL: libdir in $pc:"; cat "$pc"; exit 1; }
 test -f "$tmp/prefix/include/barrierd.h"
+test -f "$tmp/prefix/include/barrierd.hpp"
 test -L "$tmp/prefix/lib/libbarrierd.so.1"
 export PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig"
 # BARRIERD_TEST_CFLAGS: a sanitized build's -fsanitize=..., without which a program cannot load
