@@ -53,11 +53,25 @@ static const char usage[] =
     "                            'off' serves none (default 0666: anyone who can\n"
     "                            read the state file)\n"
     "  -v, --verbose             log what is attached and every update\n"
+    "      --check               check what a start with these options needs, then exit:\n"
+    "                            the kernel, BTF, each tracepoint (in tracefs and BTF),\n"
+    "                            privileges (a BPF program loaded, never attached), the\n"
+    "                            state file's directory and lock; one line per check.\n"
+    "                            Nothing is attached, created or mounted, and the state\n"
+    "                            file is not opened\n"
     "  -h, --help                show this help and exit\n"
     "  -V, --version             show the version and exit\n"
     "\n"
     "The original command line, barrierd PATH ID..., is accepted too: PATH is the state\n"
-    "file and each ID a tracefs event id (events/CAT/NAME/id).\n";
+    "file and each ID a tracefs event id (events/CAT/NAME/id).\n"
+    "\n"
+    "Exit status:\n"
+    "  0    stopped by SIGTERM, SIGINT or SIGHUP; --check: every check passed\n"
+    "  1    the start failed, or the state file was replaced or removed; --check: a\n"
+    "       check failed (the lines marked FAIL say why)\n"
+    "  64   usage error (a bad option or value), with or without --check\n"
+    "  70   a system call the sandbox refuses, or SIGBUS outside the state file\n"
+    "  74   the state file was truncated under the daemon (SIGBUS)\n";
 
 /*
  * An argument as an error message quotes it: control characters as \xNN, so that the reason
@@ -180,7 +194,16 @@ static int add_tp(struct barrierd_options *o, const char *name, long id, char *e
 int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, char *err,
 		  size_t errlen)
 {
-	enum { OPT_IDLE = 256, OPT_HB, OPT_RATE, OPT_ARMED, OPT_NUDGE, OPT_NUDGE_RATE, OPT_SOCK };
+	enum {
+		OPT_IDLE = 256,
+		OPT_HB,
+		OPT_RATE,
+		OPT_ARMED,
+		OPT_NUDGE,
+		OPT_NUDGE_RATE,
+		OPT_SOCK,
+		OPT_CHECK,
+	};
 	static const struct option longopts[] = {
 	    {"state", required_argument, NULL, 's'},
 	    {"tracepoint", required_argument, NULL, 't'},
@@ -192,6 +215,7 @@ int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, 
 	    {"max-nudge-rate", required_argument, NULL, OPT_NUDGE_RATE},
 	    {"slot-socket-mode", required_argument, NULL, OPT_SOCK},
 	    {"verbose", no_argument, NULL, 'v'},
+	    {"check", no_argument, NULL, OPT_CHECK},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
 	    {0},
@@ -294,6 +318,9 @@ int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, 
 		}
 		case 'v':
 			o->verbose = true;
+			break;
+		case OPT_CHECK:
+			o->check = true;
 			break;
 		case 'h':
 			fputs(usage, out);
