@@ -2,8 +2,8 @@
 /*
  * barrierctl - the command-line tool of barrierd: status, watch, wait, bench and metrics.
  *
- * One file per command (status.c, watch.c, wait.c, bench.c, metrics.c), each calling only the shared
- * pieces in common.c, which this header declares; main.c parses the command line and
+ * One file per command (status.c, watch.c, wait.c, bench.c, metrics.c), each calling only the
+ * shared pieces in common.c, which this header declares; main.c parses the command line and
  * dispatches.  Everything reads the state file through libbarrierd: barrierd_open() does the
  * trust and structure checks and barrierd_mapping() gives the validated read-only mapping.
  */
@@ -26,7 +26,8 @@
 #define BCTL_EXIT_UNUSABLE 4	/* the state file cannot be opened, validated or trusted */
 #define BCTL_EXIT_USAGE 64	/* EX_USAGE */
 
-/* status --json: the version of its shape (docs/status.schema.json); bumped on a breaking change. */
+/* status --json: the version of its shape (docs/status.schema.json); bumped on a breaking change.
+ */
 #define BCTL_JSON_SCHEMA_VERSION 1
 
 #define BCTL_MS 1000000ULL
@@ -149,10 +150,10 @@ void bctl_render_text(FILE *f, const struct bctl_snapshot *s, uint64_t threshold
 
 /* ---- the commands: each returns the process's exit code ---- */
 
-int bctl_cmd_status(const struct bctl_opts *o); /* status.c */
-int bctl_cmd_watch(const struct bctl_opts *o);	/* watch.c */
-int bctl_cmd_wait(const struct bctl_opts *o);	/* wait.c */
-int bctl_cmd_bench(const struct bctl_opts *o);	/* bench.c */
+int bctl_cmd_status(const struct bctl_opts *o);	 /* status.c */
+int bctl_cmd_watch(const struct bctl_opts *o);	 /* watch.c */
+int bctl_cmd_wait(const struct bctl_opts *o);	 /* wait.c */
+int bctl_cmd_bench(const struct bctl_opts *o);	 /* bench.c */
 int bctl_cmd_metrics(const struct bctl_opts *o); /* metrics.c */
 
 #endif

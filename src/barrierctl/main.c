@@ -81,7 +81,8 @@ static const char usage_text[] =
     "\n"
     "JSON fields (status --json; docs/barrierctl.8 describes each, and\n"
     "docs/status.schema.json the shape):\n"
-    "  schema_version path health exit_code now_ns lag_threshold_ms abi_major abi_minor ncpu vtime\n"
+    "  schema_version path health exit_code now_ns lag_threshold_ms abi_major abi_minor ncpu "
+    "vtime\n"
     "  last_interrupt_ns last_interrupt_age_ms last_interrupt_vtime flags boot_id\n"
     "  daemon{live running stopped armed pid generation heartbeat_ns\n"
     "  heartbeat_age_ms heartbeat_period_ms} last_advance{ns age_ms cause cpu}\n"
@@ -165,12 +166,14 @@ static const struct {
 	int id;
 	unsigned cmds;
 } opt_scope[] = {
-    {OPT_STATE, ALL_CMDS},    {OPT_TRUSTED_UID, ALL_CMDS}, {OPT_HELP, ALL_CMDS},
-    {OPT_VERSION, ALL_CMDS},  {OPT_JSON, C(STATUS)},	   {OPT_LAG, C(STATUS) | C(WATCH) | C(METRICS)},
-    {OPT_INTERVAL, C(WATCH)}, {OPT_COUNT, C(WATCH)},	   {OPT_TIMEOUT, C(WAIT)},
-    {OPT_N, C(BENCH)},	      {OPT_METHOD, C(BENCH)},	   {OPT_LOAD, C(BENCH)},
-    {OPT_CSV, C(BENCH)},      {OPT_GAP, C(BENCH)},	   {OPT_CPU, C(BENCH)},
-    {OPT_OUTPUT, C(METRICS)},
+    {OPT_STATE, ALL_CMDS},    {OPT_TRUSTED_UID, ALL_CMDS},
+    {OPT_HELP, ALL_CMDS},     {OPT_VERSION, ALL_CMDS},
+    {OPT_JSON, C(STATUS)},    {OPT_LAG, C(STATUS) | C(WATCH) | C(METRICS)},
+    {OPT_INTERVAL, C(WATCH)}, {OPT_COUNT, C(WATCH)},
+    {OPT_TIMEOUT, C(WAIT)},   {OPT_N, C(BENCH)},
+    {OPT_METHOD, C(BENCH)},   {OPT_LOAD, C(BENCH)},
+    {OPT_CSV, C(BENCH)},      {OPT_GAP, C(BENCH)},
+    {OPT_CPU, C(BENCH)},      {OPT_OUTPUT, C(METRICS)},
 };
 
 static int opt_allowed(int id, enum cmd cmd)
@@ -370,8 +373,9 @@ int main(int argc, char **argv)
 	int cmd = -1, ret;
 
 	if (argc < 2) {
-		fprintf(stderr, "barrierctl: no command given (status, watch, wait, bench, metrics; see "
-				"--help)\n");
+		fprintf(stderr,
+			"barrierctl: no command given (status, watch, wait, bench, metrics; see "
+			"--help)\n");
 		return BCTL_EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -398,7 +402,8 @@ int main(int argc, char **argv)
 				argv[1]);
 		else
 			fprintf(stderr,
-				"barrierctl: unknown command '%s' (status, watch, wait, bench, metrics; see "
+				"barrierctl: unknown command '%s' (status, watch, wait, bench, "
+				"metrics; see "
 				"--help)\n",
 				argv[1]);
 		return BCTL_EXIT_USAGE;

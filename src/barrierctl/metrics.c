@@ -23,8 +23,7 @@ static double secs(uint64_t ns)
 }
 
 /* The family's metadata: TYPE, UNIT when it has one (its name's suffix), HELP. */
-static void family(FILE *f, const char *name, const char *type, const char *unit,
-		   const char *help)
+static void family(FILE *f, const char *name, const char *type, const char *unit, const char *help)
 {
 	fprintf(f, "# TYPE %s %s\n", name, type);
 	if (unit)
@@ -73,8 +72,8 @@ static int daemon_cpu_time(uint64_t pid, double *user, double *sys)
 		return -ESRCH;
 	p = strrchr(buf, ')');
 	/* After the comm: state, then 10 fields, then utime and stime (proc(5) fields 14, 15). */
-	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-			 &st) != 2)
+	if (!p ||
+	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
 		return -EPROTO;
 	*user = (double)ut / (double)tck;
 	*sys = (double)st / (double)tck;
@@ -84,11 +83,13 @@ static int daemon_cpu_time(uint64_t pid, double *user, double *sys)
 static void render_cpus(FILE *f, const struct bctl_snapshot *s)
 {
 	static const char *const kinds[] = {"event", "idle", "offline"};
-	static const uint64_t states[] = {BARRIERD_CPU_BUSY, BARRIERD_CPU_IDLE, BARRIERD_CPU_OFFLINE,
-					  BARRIERD_CPU_DAEMON, BARRIERD_CPU_UNKNOWN};
+	static const uint64_t states[] = {BARRIERD_CPU_BUSY, BARRIERD_CPU_IDLE,
+					  BARRIERD_CPU_OFFLINE, BARRIERD_CPU_DAEMON,
+					  BARRIERD_CPU_UNKNOWN};
 
-	family(f, "barrierd_cpus", "gauge", NULL,
-	       "CPUs by the state the daemon published at its latest pass (unknown: none seen yet).");
+	family(
+	    f, "barrierd_cpus", "gauge", NULL,
+	    "CPUs by the state the daemon published at its latest pass (unknown: none seen yet).");
 	for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
 		uint64_t n = 0;
 
@@ -131,8 +132,8 @@ static void render(FILE *f, const struct bctl_snapshot *s, uint64_t threshold_ns
 	gauge(f, "barrierd_up", NULL,
 	      "1 when a barrierd publishes the state file and its heartbeat is live, else 0.", 1);
 	family(f, "barrierd_state_file", "info", NULL, "The state file's ABI version.");
-	fprintf(f, "barrierd_state_file_info{abi_major=\"%u\",abi_minor=\"%u\"} 1\n",
-		s->abi_major, s->abi_minor);
+	fprintf(f, "barrierd_state_file_info{abi_major=\"%u\",abi_minor=\"%u\"} 1\n", s->abi_major,
+		s->abi_minor);
 	gauge(f, "barrierd_heartbeat_age_seconds", "seconds",
 	      "Time since the daemon's latest heartbeat.", secs(bctl_age(s, s->heartbeat_ns)));
 	gauge(f, "barrierd_heartbeat_period_seconds", "seconds",

@@ -111,7 +111,8 @@ static void check_kernel(struct checker *c)
 	if (timens_check(err, sizeof(err)))
 		report(c, V_FAIL, "time namespace", "%s", err);
 	else
-		report(c, V_OK, "time namespace", "the host's CLOCK_MONOTONIC, as the programs see it");
+		report(c, V_OK, "time namespace",
+		       "the host's CLOCK_MONOTONIC, as the programs see it");
 }
 
 static void check_btf(struct checker *c)
@@ -285,7 +286,8 @@ static void check_privileges(struct checker *c)
 	/* Not a failure: the daemon runs without them, only less well (its warnings say how). */
 	if (has_cap(eff, CAP_SYS_NICE) ||
 	    (getrlimit(RLIMIT_RTPRIO, &rl) == 0 && rl.rlim_cur >= CHECK_RT_PRIORITY))
-		report(c, V_OK, "realtime", "SCHED_FIFO allowed (doorbell, main and nudge threads)");
+		report(c, V_OK, "realtime",
+		       "SCHED_FIFO allowed (doorbell, main and nudge threads)");
 	else
 		report(c, V_WARN, "realtime",
 		       "no CAP_SYS_NICE and RLIMIT_RTPRIO below %d: the daemon's threads would run "
@@ -312,9 +314,8 @@ static long lock_holder(dev_t dev, ino_t ino)
 		unsigned long long i;
 
 		/* "N: KIND ADVISORY WRITE PID MAJ:MIN:INO START END"; waiters carry "->". */
-		if (strstr(line, "->") ||
-		    sscanf(line, "%*d: %15s %*s %*s %ld %x:%x:%llu", kind, &pid, &maj, &min, &i) !=
-			5)
+		if (strstr(line, "->") || sscanf(line, "%*d: %15s %*s %*s %ld %x:%x:%llu", kind,
+						 &pid, &maj, &min, &i) != 5)
 			continue;
 		if (maj == major(dev) && min == minor(dev) && i == (unsigned long long)ino)
 			who = pid > 0 ? pid : -1;
@@ -338,8 +339,8 @@ static void report_held(struct checker *c, const char *path, long pid)
 			fclose(f);
 		}
 		report(c, V_FAIL, "lock",
-		       "%s is held by pid %ld (%s): another barrierd serves this state file",
-		       path, pid, comm[0] ? comm : "?");
+		       "%s is held by pid %ld (%s): another barrierd serves this state file", path,
+		       pid, comm[0] ? comm : "?");
 	} else {
 		report(c, V_FAIL, "lock", "%s is held: another barrierd serves this state file",
 		       path);
@@ -376,7 +377,8 @@ static void check_state_dir(struct checker *c, const char *dir)
 			       dir, parent, (unsigned)geteuid());
 		else
 			report(c, V_OK, "state directory",
-			       "%s does not exist: the start creates it in %s (trusted)", dir, parent);
+			       "%s does not exist: the start creates it in %s (trusted)", dir,
+			       parent);
 		if (dfd >= 0)
 			close(dfd);
 		return;
@@ -448,8 +450,7 @@ static void check_locks(struct checker *c, const char *path, const char *dir,
 	}
 	if (file_exists) {
 		/* Root's daemons keep it in BARRIERD_LOCK_DIR, others beside the state file. */
-		state_file_inode_lock_name(name, sizeof(name),
-					   (unsigned long long)file_st->st_dev,
+		state_file_inode_lock_name(name, sizeof(name), (unsigned long long)file_st->st_dev,
 					   (unsigned long long)file_st->st_ino);
 		snprintf(inode_lock, sizeof(inode_lock), "%s/%s",
 			 geteuid() == 0 ? BARRIERD_LOCK_DIR : dir, name);
