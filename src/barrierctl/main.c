@@ -341,20 +341,13 @@ static int parse_opts(enum cmd cmd, int argc, char **argv, struct bctl_opts *o, 
 			o->cpu = (int)v;
 			break;
 		case OPT_CSV:
-			if (!*optarg) {
-				snprintf(err, errlen, "%s: --csv needs a file name",
-					 cmd_names[cmd]);
-				return -EINVAL;
-			}
-			o->csv = optarg;
-			break;
 		case OPT_OUTPUT:
 			if (!*optarg) {
-				snprintf(err, errlen, "%s: --output needs a file name",
-					 cmd_names[cmd]);
+				snprintf(err, errlen, "%s: --%s needs a file name", cmd_names[cmd],
+					 longopts[li].name);
 				return -EINVAL;
 			}
-			o->output = optarg;
+			*(c == OPT_CSV ? &o->csv : &o->output) = optarg;
 			break;
 		}
 	}
