@@ -5,7 +5,7 @@ set -euo pipefail
 pkgs=(gcc make cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev
       libseccomp-dev libsystemd-dev libcmocka-dev util-linux systemd systemd-container
       gnuplot-nox clang-format patch libclang-rt-14-dev valgrind libck-dev liburcu-dev
-      qemu-system-x86 cpio binutils
+      qemu-system-x86 cpio binutils python3-prometheus-client python3-jsonschema bash-completion
       g++) # tests only: the C++ header's tests (tests/cpp, test_header_languages)
 missing=()
 for p in "${pkgs[@]}"; do

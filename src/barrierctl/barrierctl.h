@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * barrierctl - the command-line tool of barrierd: status, watch, wait and bench.
+ * barrierctl - the command-line tool of barrierd: status, watch, wait, bench and metrics.
  *
- * One file per command (status.c, watch.c, wait.c, bench.c), each calling only the shared
- * pieces in common.c, which this header declares; main.c parses the command line and
+ * One file per command (status.c, watch.c, wait.c, bench.c, metrics.c), each calling only the
+ * shared pieces in common.c, which this header declares; main.c parses the command line and
  * dispatches.  Everything reads the state file through libbarrierd: barrierd_open() does the
  * trust and structure checks and barrierd_mapping() gives the validated read-only mapping.
  */
@@ -26,6 +26,10 @@
 #define BCTL_EXIT_UNUSABLE 4	/* the state file cannot be opened, validated or trusted */
 #define BCTL_EXIT_USAGE 64	/* EX_USAGE */
 
+/* status --json: the version of its shape (docs/status.schema.json); bumped on a breaking change.
+ */
+#define BCTL_JSON_SCHEMA_VERSION 1
+
 #define BCTL_MS 1000000ULL
 #define BCTL_SEC 1000000000ULL
 
@@ -44,7 +48,8 @@ struct bctl_opts {
 	bool load;
 	uint64_t gap_ns; /* bench: the longest random sleep before a call; 0 = back to back */
 	const char *csv;
-	int cpu; /* bench: the calling thread's CPU; -1 = the one it starts on */
+	int cpu;	    /* bench: the calling thread's CPU; -1 = the one it starts on */
+	const char *output; /* metrics: write this file (atomically) instead of stdout */
 };
 
 /* ---- signals (common.c) ---- */
@@ -102,10 +107,12 @@ struct bctl_snapshot {
 int bctl_snapshot_take(struct barrierd *b, const char *path, struct bctl_snapshot *s);
 void bctl_snapshot_free(struct bctl_snapshot *s);
 /*
- * For status and watch: open the file, ask a live daemon for a fresh pass, snapshot, close.
- * 0 with *s to free, or -errno, reported on stderr as "barrierctl: CMD: ...".
+ * For status, watch and metrics: open the file, ask a live daemon for a fresh pass, snapshot,
+ * close.  0 with *s to free, or -errno, reported on stderr as "barrierctl: CMD: ..." and, when
+ * why is not NULL, put there without the prefix.
  */
-int bctl_snapshot_fresh(const struct bctl_opts *o, const char *cmd, struct bctl_snapshot *s);
+int bctl_snapshot_fresh(const struct bctl_opts *o, const char *cmd, struct bctl_snapshot *s,
+			char *why, size_t whylen);
 
 /* Now - t, never negative: an age on the snapshot's clock. */
 static inline uint64_t bctl_age(const struct bctl_snapshot *s, uint64_t t)
@@ -143,9 +150,10 @@ void bctl_render_text(FILE *f, const struct bctl_snapshot *s, uint64_t threshold
 
 /* ---- the commands: each returns the process's exit code ---- */
 
-int bctl_cmd_status(const struct bctl_opts *o); /* status.c */
-int bctl_cmd_watch(const struct bctl_opts *o);	/* watch.c */
-int bctl_cmd_wait(const struct bctl_opts *o);	/* wait.c */
-int bctl_cmd_bench(const struct bctl_opts *o);	/* bench.c */
+int bctl_cmd_status(const struct bctl_opts *o);	 /* status.c */
+int bctl_cmd_watch(const struct bctl_opts *o);	 /* watch.c */
+int bctl_cmd_wait(const struct bctl_opts *o);	 /* wait.c */
+int bctl_cmd_bench(const struct bctl_opts *o);	 /* bench.c */
+int bctl_cmd_metrics(const struct bctl_opts *o); /* metrics.c */
 
 #endif

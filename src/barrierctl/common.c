@@ -8,6 +8,7 @@
 #include "bd_sync.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -224,24 +225,29 @@ static void fresh_view(struct barrierd *b)
 	}
 }
 
-int bctl_snapshot_fresh(const struct bctl_opts *o, const char *cmd, struct bctl_snapshot *s)
+int bctl_snapshot_fresh(const struct bctl_opts *o, const char *cmd, struct bctl_snapshot *s,
+			char *why, size_t whylen)
 {
 	const char *path = bctl_state_path(o);
 	struct barrierd *b;
-	int ret = bctl_open(o, &b);
+	char msg[PATH_MAX + 256];
+	/* Only reads: the slots (and the socket round trip that fetches them) are not needed. */
+	int ret = bctl_open_flags(o, &b, BARRIERD_OPEN_NO_DIRECT);
 
 	if (ret) {
-		fprintf(stderr, "barrierctl: %s: cannot use %s: %s\n", cmd, path,
-			bctl_open_error(ret));
-		return ret;
-	}
-	fresh_view(b);
-	ret = bctl_snapshot_take(b, path, s);
-	barrierd_close(b);
-	if (ret) {
-		fprintf(stderr, "barrierctl: %s: cannot read %s: %s\n", cmd, path, strerror(-ret));
+		snprintf(msg, sizeof(msg), "cannot use %s: %s", path, bctl_open_error(ret));
+	} else {
+		fresh_view(b);
+		ret = bctl_snapshot_take(b, path, s);
+		barrierd_close(b);
+		if (!ret)
+			return 0;
+		snprintf(msg, sizeof(msg), "cannot read %s: %s", path, strerror(-ret));
 		bctl_snapshot_free(s);
 	}
+	fprintf(stderr, "barrierctl: %s: %s\n", cmd, msg);
+	if (why)
+		snprintf(why, whylen, "%s", msg);
 	return ret;
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * barrierctl: the command line, parsed and dispatched to the command's own file (status.c,
- * watch.c, wait.c, bench.c).
+ * watch.c, wait.c, bench.c, metrics.c).
  * docs/barrierctl.8 is the reference; the usage text below must agree with it (a test
  * compares their options, exit codes and JSON field names).
  */
@@ -24,6 +24,7 @@ static const char usage_text[] =
     "  watch     the status, refreshed in place until SIGINT or SIGTERM\n"
     "  wait      one barrier from a fenced stamp; prints its latency\n"
     "  bench     latency distribution and IPIs per call of barrier methods\n"
+    "  metrics   the daemon's counters and gauges in the OpenMetrics text format\n"
     "  help      show this help and exit (as do -h, --help and COMMAND --help)\n"
     "\n"
     "Options of every command:\n"
@@ -58,20 +59,30 @@ static const char usage_text[] =
     "      --csv FILE          write one row per call to FILE\n"
     "      --cpu N             call from CPU N (default: the CPU it starts on); the\n"
     "                          sibling threads still use every other allowed CPU\n"
+    "metrics:\n"
+    "      --output FILE       write FILE through a temporary file renamed over it,\n"
+    "                          instead of stdout (for node_exporter's textfile collector)\n"
+    "      --lag-threshold MS  as for status\n"
     "\n"
     "Exit status:\n"
-    "  0    success; for status and watch, healthy\n"
+    "  0    success; for status and watch, healthy; for metrics, a live daemon's\n"
+    "       metrics were written\n"
     "  1    status, watch: degraded, a busy CPU is lagging (not LSB's \"dead, pid\n"
-    "       file exists\"); wait, bench: a barrier or method failed\n"
+    "       file exists\"); wait, bench: a barrier or method failed; metrics: the\n"
+    "       output could not be written\n"
     "  2    wait: timed out\n"
     "  3    the daemon is not running: stopped flag, no running flag, or no heartbeat\n"
-    "       for more than 3 periods\n"
-    "  4    the state file is missing, unusable or untrusted\n"
+    "       for more than 3 periods (metrics writes barrierd_up 0 alone)\n"
+    "  4    the state file is missing, unusable or untrusted (metrics writes\n"
+    "       barrierd_up 0 alone; status --json prints {schema_version path error\n"
+    "       exit_code})\n"
     "  64   usage error\n"
     "  130  bench: interrupted by SIGINT (143: by SIGTERM)\n"
     "\n"
-    "JSON fields (status --json; docs/barrierctl.8 describes each):\n"
-    "  path health exit_code now_ns lag_threshold_ms abi_major abi_minor ncpu vtime\n"
+    "JSON fields (status --json; docs/barrierctl.8 describes each, and\n"
+    "docs/status.schema.json the shape):\n"
+    "  schema_version path health exit_code now_ns lag_threshold_ms abi_major abi_minor ncpu "
+    "vtime\n"
     "  last_interrupt_ns last_interrupt_age_ms last_interrupt_vtime flags boot_id\n"
     "  daemon{live running stopped armed pid generation heartbeat_ns\n"
     "  heartbeat_age_ms heartbeat_period_ms} last_advance{ns age_ms cause cpu}\n"
@@ -125,8 +136,8 @@ static int parse_methods(const char *arg, unsigned *mask)
 	}
 }
 
-enum cmd { CMD_STATUS, CMD_WATCH, CMD_WAIT, CMD_BENCH, CMD_COUNT };
-static const char *const cmd_names[CMD_COUNT] = {"status", "watch", "wait", "bench"};
+enum cmd { CMD_STATUS, CMD_WATCH, CMD_WAIT, CMD_BENCH, CMD_METRICS, CMD_COUNT };
+static const char *const cmd_names[CMD_COUNT] = {"status", "watch", "wait", "bench", "metrics"};
 
 enum opt_id {
 	OPT_STATE = 's',
@@ -144,21 +155,25 @@ enum opt_id {
 	OPT_CSV,
 	OPT_GAP,
 	OPT_CPU,
+	OPT_OUTPUT,
 };
 
 #define C(x) (1u << CMD_##x)
-#define ALL_CMDS (C(STATUS) | C(WATCH) | C(WAIT) | C(BENCH))
+#define ALL_CMDS (C(STATUS) | C(WATCH) | C(WAIT) | C(BENCH) | C(METRICS))
 
 /* Which commands take which option: one table, so a misplaced option gets a clear message. */
 static const struct {
 	int id;
 	unsigned cmds;
 } opt_scope[] = {
-    {OPT_STATE, ALL_CMDS},    {OPT_TRUSTED_UID, ALL_CMDS}, {OPT_HELP, ALL_CMDS},
-    {OPT_VERSION, ALL_CMDS},  {OPT_JSON, C(STATUS)},	   {OPT_LAG, C(STATUS) | C(WATCH)},
-    {OPT_INTERVAL, C(WATCH)}, {OPT_COUNT, C(WATCH)},	   {OPT_TIMEOUT, C(WAIT)},
-    {OPT_N, C(BENCH)},	      {OPT_METHOD, C(BENCH)},	   {OPT_LOAD, C(BENCH)},
-    {OPT_CSV, C(BENCH)},      {OPT_GAP, C(BENCH)},	   {OPT_CPU, C(BENCH)},
+    {OPT_STATE, ALL_CMDS},    {OPT_TRUSTED_UID, ALL_CMDS},
+    {OPT_HELP, ALL_CMDS},     {OPT_VERSION, ALL_CMDS},
+    {OPT_JSON, C(STATUS)},    {OPT_LAG, C(STATUS) | C(WATCH) | C(METRICS)},
+    {OPT_INTERVAL, C(WATCH)}, {OPT_COUNT, C(WATCH)},
+    {OPT_TIMEOUT, C(WAIT)},   {OPT_N, C(BENCH)},
+    {OPT_METHOD, C(BENCH)},   {OPT_LOAD, C(BENCH)},
+    {OPT_CSV, C(BENCH)},      {OPT_GAP, C(BENCH)},
+    {OPT_CPU, C(BENCH)},      {OPT_OUTPUT, C(METRICS)},
 };
 
 static int opt_allowed(int id, enum cmd cmd)
@@ -193,6 +208,7 @@ static int parse_opts(enum cmd cmd, int argc, char **argv, struct bctl_opts *o, 
 	    {"csv", required_argument, NULL, OPT_CSV},
 	    {"gap", required_argument, NULL, OPT_GAP},
 	    {"cpu", required_argument, NULL, OPT_CPU},
+	    {"output", required_argument, NULL, OPT_OUTPUT},
 	    {0},
 	};
 	uint64_t v;
@@ -325,12 +341,13 @@ static int parse_opts(enum cmd cmd, int argc, char **argv, struct bctl_opts *o, 
 			o->cpu = (int)v;
 			break;
 		case OPT_CSV:
+		case OPT_OUTPUT:
 			if (!*optarg) {
-				snprintf(err, errlen, "%s: --csv needs a file name",
-					 cmd_names[cmd]);
+				snprintf(err, errlen, "%s: --%s needs a file name", cmd_names[cmd],
+					 longopts[li].name);
 				return -EINVAL;
 			}
-			o->csv = optarg;
+			*(c == OPT_CSV ? &o->csv : &o->output) = optarg;
 			break;
 		}
 	}
@@ -349,8 +366,9 @@ int main(int argc, char **argv)
 	int cmd = -1, ret;
 
 	if (argc < 2) {
-		fprintf(stderr, "barrierctl: no command given (status, watch, wait, bench; see "
-				"--help)\n");
+		fprintf(stderr,
+			"barrierctl: no command given (status, watch, wait, bench, metrics; see "
+			"--help)\n");
 		return BCTL_EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -377,7 +395,8 @@ int main(int argc, char **argv)
 				argv[1]);
 		else
 			fprintf(stderr,
-				"barrierctl: unknown command '%s' (status, watch, wait, bench; see "
+				"barrierctl: unknown command '%s' (status, watch, wait, bench, "
+				"metrics; see "
 				"--help)\n",
 				argv[1]);
 		return BCTL_EXIT_USAGE;
@@ -396,6 +415,8 @@ int main(int argc, char **argv)
 		return bctl_cmd_watch(&o);
 	case CMD_WAIT:
 		return bctl_cmd_wait(&o);
+	case CMD_METRICS:
+		return bctl_cmd_metrics(&o);
 	default:
 		return bctl_cmd_bench(&o);
 	}

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
  * barrierctl status: one fresh snapshot of the state file, judged and printed as the table
- * (common.c, shared with watch) or as one JSON object (--json, here), and the health as the
- * exit code.
+ * (common.c, shared with watch) or as one JSON object (--json, here; docs/status.schema.json
+ * describes it, and the object printed instead when the file cannot be used), and the health
+ * as the exit code.
  */
 #include "barrierctl.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 
 static const char *cause_name(uint64_t cause)
@@ -50,7 +52,7 @@ static void render_json(FILE *f, const struct bctl_snapshot *s, uint64_t thresho
 	enum bctl_health h = bctl_health(s, threshold_ns);
 	char boot[37];
 
-	fprintf(f, "{\n  \"path\": ");
+	fprintf(f, "{\n  \"schema_version\": %d,\n  \"path\": ", BCTL_JSON_SCHEMA_VERSION);
 	json_string(f, s->path);
 	fprintf(f, ",\n  \"health\": \"%s\",\n  \"exit_code\": %d,\n", bctl_health_name(h),
 		bctl_health_exit_code(h));
@@ -130,13 +132,28 @@ static void render_json(FILE *f, const struct bctl_snapshot *s, uint64_t thresho
 	fprintf(f, "\n  ]\n}\n");
 }
 
+/* The object status --json prints when there is no file to show: the error and the code. */
+static void render_json_error(FILE *f, const char *path, const char *why, int code)
+{
+	fprintf(f, "{\n  \"schema_version\": %d,\n  \"path\": ", BCTL_JSON_SCHEMA_VERSION);
+	json_string(f, path);
+	fprintf(f, ",\n  \"error\": ");
+	json_string(f, why);
+	fprintf(f, ",\n  \"exit_code\": %d\n}\n", code);
+}
+
 int bctl_cmd_status(const struct bctl_opts *o)
 {
 	struct bctl_snapshot s;
+	char why[PATH_MAX + 256];
 	int code;
 
-	if (bctl_snapshot_fresh(o, "status", &s))
-		return BCTL_EXIT_UNUSABLE;
+	if (bctl_snapshot_fresh(o, "status", &s, why, sizeof(why))) {
+		if (!o->json)
+			return BCTL_EXIT_UNUSABLE;
+		render_json_error(stdout, bctl_state_path(o), why, BCTL_EXIT_UNUSABLE);
+		return fflush(stdout) ? BCTL_EXIT_FAILED : BCTL_EXIT_UNUSABLE;
+	}
 	if (o->json)
 		render_json(stdout, &s, o->lag_threshold_ns);
 	else

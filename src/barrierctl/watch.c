@@ -67,7 +67,7 @@ int bctl_cmd_watch(const struct bctl_opts *o)
 		 * Reopen at each refresh: the checks run again, and a file replaced by a new one
 		 * is followed.  Only a file that is unusable from the start ends the watch.
 		 */
-		if (bctl_snapshot_fresh(o, "watch", &s)) {
+		if (bctl_snapshot_fresh(o, "watch", &s, NULL, 0)) {
 			if (i == 0)
 				return BCTL_EXIT_UNUSABLE;
 			code = BCTL_EXIT_UNUSABLE;

@@ -1,11 +1,21 @@
 /* SPDX-License-Identifier: MIT */
-/* Logging: one line per message on stderr (journald adds the time and the unit). */
+/*
+ * Logging: one line per message on stderr (journald adds the time and the unit), with the
+ * sd-daemon "<N>" priority prefix when stderr is the journal or not a terminal.
+ */
 #ifndef BARRIERD_LOG_H
 #define BARRIERD_LOG_H
 
 #include <stdbool.h>
 
 extern bool log_verbose;
+
+/*
+ * Decide once whether lines carry the "<N>" prefix: when stderr is the journal
+ * ($JOURNAL_STREAM names it) or anything but a terminal.  Call it before the sandbox, which
+ * refuses the ioctl that isatty() makes; log_msg() calls it if nobody did.
+ */
+void log_init(void);
 
 void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* barrierd: publishes per-CPU serialising-event times for asymmetric barriers. */
+#include "check.h"
 #include "daemon.h"
 #include "log.h"
 #include "options.h"
@@ -19,5 +20,8 @@ int main(int argc, char **argv)
 		return 64; /* EX_USAGE */
 	}
 	log_verbose = o.verbose;
+	log_init(); /* before the sandbox, which refuses isatty()'s ioctl */
+	if (o.check)
+		return check_run(&o, stdout);
 	return daemon_run(&o);
 }

@@ -53,6 +53,12 @@ static const char usage[] =
     "                            'off' serves none (default 0666: anyone who can\n"
     "                            read the state file)\n"
     "  -v, --verbose             log what is attached and every update\n"
+    "      --check               check what a start with these options needs, then exit:\n"
+    "                            the kernel, BTF, each tracepoint (in tracefs and BTF),\n"
+    "                            privileges (a BPF program loaded, never attached), the\n"
+    "                            state file's directory and lock; one line per check.\n"
+    "                            Nothing is attached, created or mounted, and the state\n"
+    "                            file is not opened\n"
     "  -h, --help                show this help and exit\n"
     "  -V, --version             show the version and exit\n"
     "\n"
@@ -62,9 +68,11 @@ static const char usage[] =
     "SIGTERM, SIGINT and SIGHUP stop the daemon; the file stays, marked stopped.\n"
     "\n"
     "Exit status:\n"
-    "  0    stopped by SIGTERM, SIGINT or SIGHUP; or --help, --version\n"
-    "  1    the start failed, or an error stopped the daemon (the log names it)\n"
-    "  64   usage error\n"
+    "  0    stopped by SIGTERM, SIGINT or SIGHUP; --help, --version; --check: every\n"
+    "       check passed\n"
+    "  1    the start failed, or an error stopped the daemon (the log names it);\n"
+    "       --check: a check failed (the lines marked FAIL say why)\n"
+    "  64   usage error (a bad option or value), with or without --check\n"
     "  70   the sandbox trapped a forbidden system call, or a SIGBUS not on the\n"
     "       state file came\n"
     "  74   the state file was truncated under the daemon\n"
@@ -192,7 +200,16 @@ static int add_tp(struct barrierd_options *o, const char *name, long id, char *e
 int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, char *err,
 		  size_t errlen)
 {
-	enum { OPT_IDLE = 256, OPT_HB, OPT_RATE, OPT_ARMED, OPT_NUDGE, OPT_NUDGE_RATE, OPT_SOCK };
+	enum {
+		OPT_IDLE = 256,
+		OPT_HB,
+		OPT_RATE,
+		OPT_ARMED,
+		OPT_NUDGE,
+		OPT_NUDGE_RATE,
+		OPT_SOCK,
+		OPT_CHECK,
+	};
 	static const struct option longopts[] = {
 	    {"state", required_argument, NULL, 's'},
 	    {"tracepoint", required_argument, NULL, 't'},
@@ -204,6 +221,7 @@ int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, 
 	    {"max-nudge-rate", required_argument, NULL, OPT_NUDGE_RATE},
 	    {"slot-socket-mode", required_argument, NULL, OPT_SOCK},
 	    {"verbose", no_argument, NULL, 'v'},
+	    {"check", no_argument, NULL, OPT_CHECK},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
 	    {0},
@@ -306,6 +324,9 @@ int options_parse(struct barrierd_options *o, int argc, char **argv, FILE *out, 
 		}
 		case 'v':
 			o->verbose = true;
+			break;
+		case OPT_CHECK:
+			o->check = true;
 			break;
 		case 'h':
 			fputs(usage, out);

@@ -27,6 +27,7 @@ struct barrierd_options {
 	uint64_t nudge_after_ns;  /* nudge lagging CPUs this long after a ring; 0: never */
 	uint64_t max_nudge_rate;  /* nudges per second per CPU, at most */
 	int slot_socket_mode;	  /* the slot socket's mode (0666); -1: no slot socket */
+	bool check;		  /* --check: say what a start would find, start nothing */
 };
 
 enum { OPTIONS_RUN = 0, OPTIONS_EXIT_OK = 1 };

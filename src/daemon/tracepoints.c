@@ -21,9 +21,9 @@ static int has_events(const char *dir)
 	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-int tracefs_find(char *dir, size_t len)
+int tracefs_find_mounted(char *dir, size_t len)
 {
-	static const char *const cands[] = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
+	static const char *const cands[] = {TRACEFS_DIR, "/sys/kernel/debug/tracing"};
 
 	for (size_t i = 0; i < 2; i++) {
 		if (has_events(cands[i])) {
@@ -31,9 +31,16 @@ int tracefs_find(char *dir, size_t len)
 			return 0;
 		}
 	}
+	return -ENOENT;
+}
+
+int tracefs_find(char *dir, size_t len)
+{
+	if (tracefs_find_mounted(dir, len) == 0)
+		return 0;
 	/* Nothing mounted: mount it where the kernel documents it (needs CAP_SYS_ADMIN). */
-	if (mount("nodev", cands[0], "tracefs", 0, NULL) == 0 && has_events(cands[0])) {
-		snprintf(dir, len, "%s", cands[0]);
+	if (mount("nodev", TRACEFS_DIR, "tracefs", 0, NULL) == 0 && has_events(TRACEFS_DIR)) {
+		snprintf(dir, len, "%s", TRACEFS_DIR);
 		return 0;
 	}
 	return -ENOENT;

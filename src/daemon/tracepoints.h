@@ -10,8 +10,13 @@ struct resolved_tp {
 	char name[64];
 };
 
-/* Find tracefs (mounting it on /sys/kernel/tracing if nothing is mounted).  0 or -errno. */
+/* Where the kernel documents tracefs, and where tracefs_find() mounts it. */
+#define TRACEFS_DIR "/sys/kernel/tracing"
+
+/* Find tracefs (mounting it on TRACEFS_DIR if nothing is mounted).  0 or -errno. */
 int tracefs_find(char *dir, size_t len);
+/* The same without mounting anything (barrierd --check).  0 or -ENOENT. */
+int tracefs_find_mounted(char *dir, size_t len);
 
 /*
  * Turn names and ids into category/name pairs.  Refuses unknown tracepoints and NMI-context

@@ -130,6 +130,11 @@ static void usage_errors(void **state)
 	    {"bench", "--cpu", "one", NULL},
 	    {"bench", "--cpu", NULL},
 	    {"status", "--cpu", "0", NULL},
+	    {"status", "--output", "x", NULL},
+	    {"metrics", "--output", "", NULL},
+	    {"metrics", "--output", NULL},
+	    {"metrics", "--json", NULL},
+	    {"metrics", "extra", NULL},
 	    {"help", "status", NULL},
 	};
 
@@ -179,7 +184,8 @@ static void usage_messages_name_the_problem(void **state)
 static void help_and_version(void **state)
 {
 	static const char *const forms[][2] = {
-	    {"--help", NULL}, {"-h", NULL}, {"help", NULL}, {"status", "--help"}, {"bench", "-h"},
+	    {"--help", NULL},	  {"-h", NULL},	   {"help", NULL},
+	    {"status", "--help"}, {"bench", "-h"}, {"metrics", "--help"},
 	};
 	struct cli_result r;
 
