@@ -90,7 +90,7 @@ step_install() {
 	done
 	dpkg-query -W -f='${Conffiles}\n' barrierd | grep -q '^ /etc/default/barrierd ' ||
 		fail "/etc/default/barrierd is not a conffile: $(dpkg-query -W -f='${Conffiles}' barrierd)"
-	echo "  installed: $(dpkg-query -W -f='${Package} ${Version}, ' "${pkgs[@]}")"
+	echo "  installed: $(dpkg-query -W -f='${Package} ${Version}\n' "${pkgs[@]}" | paste -sd, | sed 's/,/, /g')"
 }
 
 step_unit() {
