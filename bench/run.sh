@@ -65,7 +65,7 @@
 #                loaded with the daemon pinned to the first CPU), and the objects held under
 #                10 000 retirements/s.  About 80 s (BENCH_QUICK=1: 30 s);
 #                skipped with a note when bench_ec and bench_reclaim were not built (no
-#                libck-dev or liburcu-dev: scripts/deps.sh)
+#                libck-dev or liburcu-dev: scripts/deps.sh --test)
 # BENCH_SECTIONS="1 2 ..." runs a subset (for development; a full run is all of them).
 # BENCH_REPS=N repeats sections 9-13 N times (default 1), the configurations rotating, for
 # ranges; /proc/loadavg and the machine's busy share are recorded before each measurement
@@ -948,7 +948,7 @@ if want 14; then
 	first=$(echo "$cpus" | sed -n 1p)
 	second=$(echo "$cpus" | sed -n 2p)
 	if [ ! -x "$build/bench/bench_ec" ] || [ ! -x "$build/bench/bench_reclaim" ]; then
-		log "note: bench_ec and bench_reclaim were not built (libck-dev, liburcu-dev: scripts/deps.sh); section 14 skipped"
+		log "note: bench_ec and bench_reclaim were not built (libck-dev, liburcu-dev: scripts/deps.sh --test); section 14 skipped"
 	else
 		pin_daemon "$all_cpus"
 		rm -f "$out"/prim_*.csv

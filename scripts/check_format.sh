@@ -6,7 +6,7 @@
 set -eu
 src=${1:-$(dirname "$0")/..}
 cd "$src"
-command -v clang-format >/dev/null || { echo "clang-format is not installed (scripts/deps.sh)"; exit 1; }
+command -v clang-format >/dev/null || { echo "clang-format is not installed (scripts/deps.sh --test)"; exit 1; }
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 	files=$(git ls-files '*.c' '*.h')
 else

@@ -10,7 +10,7 @@ set(BARRIERD_FUZZ_LONG_SECONDS 600 CACHE STRING "Seconds per target in test_fuzz
 
 find_program(BARRIERD_CLANG NAMES clang clang-14)
 if(NOT BARRIERD_CLANG)
-  message(FATAL_ERROR "the fuzz targets need clang and libFuzzer (scripts/deps.sh installs "
+  message(FATAL_ERROR "the fuzz targets need clang and libFuzzer (scripts/deps.sh --test installs "
                       "clang and libclang-rt-14-dev)")
 endif()
 

@@ -6,7 +6,7 @@
 set -euo pipefail
 bctl=$1 daemon=$2 build=$3
 vg() { "$(dirname "$0")/valgrind.sh" "$@"; }
-command -v valgrind >/dev/null || { echo "SKIP: valgrind is not installed (scripts/deps.sh)"; exit 77; }
+command -v valgrind >/dev/null || { echo "SKIP: valgrind is not installed (scripts/deps.sh --test)"; exit 77; }
 
 # expect CODES ARGS...: barrierctl ARGS under memcheck exits with one of CODES ("0|1"); 99 is
 # memcheck's finding.

@@ -4,6 +4,7 @@
 # oneshot service; it writes what it finds to /results (RESULTS_DIR on the host) and the
 # container powers off when it ends.
 #   nspawn_run.sh SOURCE_DIR BUILD_DIR SCENARIO RESULTS_DIR HANG_GUARD_SECONDS [FILE...]
+# BUILD_DIR "" installs nothing (tests/package installs its .deb files from FILEs).
 # FILEs (test programs) are copied to /opt/barrierd-test in the container, readable by every
 # user there.  The scenario's environment: BARRIERD_SOURCE_DIR, BARRIERD_BINARY_DIR, and
 # BARRIERD_BINDIR (where barrierctl is installed) passed through from ours.
@@ -25,7 +26,7 @@ skip() {
 
 if [ -z "${BARRIERD_NSPAWN_INNER:-}" ]; then
 	[ "$(id -u)" = 0 ] || skip "needs root"
-	command -v systemd-nspawn >/dev/null || skip "needs systemd-nspawn (Debian package systemd-container; scripts/deps.sh)"
+	command -v systemd-nspawn >/dev/null || skip "needs systemd-nspawn (Debian package systemd-container; scripts/deps.sh --test)"
 	command -v unshare >/dev/null || skip "needs unshare (util-linux)"
 	[ -r /sys/kernel/btf/vmlinux ] || skip "needs a kernel with BTF (/sys/kernel/btf/vmlinux)"
 	mkdir -p "$results"
@@ -61,7 +62,12 @@ mount -t overlay overlay -o "lowerdir=/,upperdir=$t/upper,workdir=$t/work" "$t/m
 root=$t/merged
 
 # The build, installed where its unit says (the configured prefix), into the overlay only.
-DESTDIR=$root cmake --install "$build" >"$results/install.log"
+# An empty BUILD_DIR installs nothing: the package test installs its .deb files itself.
+binds=(--bind-ro="$src")
+if [ -n "$build" ]; then
+	DESTDIR=$root cmake --install "$build" >"$results/install.log"
+	binds+=(--bind-ro="$build")
+fi
 mkdir -p "$root/opt/barrierd-test"
 for f in "$@"; do install -m 0755 "$f" "$root/opt/barrierd-test/"; done
 
@@ -109,7 +115,7 @@ timeout --kill-after=5 "$guard" systemd-nspawn --quiet -D "$root" \
 	--register=no --keep-unit --link-journal=no \
 	--system-call-filter='bpf perf_event_open' \
 	--capability=CAP_SYS_RAWIO,CAP_BPF,CAP_PERFMON \
-	--bind="$results:/results" --bind-ro="$src" --bind-ro="$build" \
+	--bind="$results:/results" "${binds[@]}" \
 	--boot systemd.firstboot=off systemd.unit=barrierd-test.target \
 	</dev/null >"$results/console.log" 2>&1 &
 nspawn_pid=$!

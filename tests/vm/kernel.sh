@@ -55,7 +55,7 @@ dir() {
 	d=$(find "$cache" -mindepth 2 -maxdepth 2 -name .complete -printf '%h\n' 2>/dev/null |
 		sort -V | tail -n 1)
 	if [ -z "$d" ]; then
-		echo "kernel.sh: no guest kernel in $cache (scripts/deps.sh fetches it)" >&2
+		echo "kernel.sh: no guest kernel in $cache (scripts/deps.sh --test fetches it)" >&2
 		return 1
 	fi
 	echo "$d"

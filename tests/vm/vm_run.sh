@@ -49,9 +49,9 @@ skip_or_fail() {
 }
 
 [ "$(id -u)" = 0 ] || skip_or_fail "needs root (QEMU's 9p export of / as root)"
-command -v qemu-system-x86_64 >/dev/null || skip_or_fail "needs qemu-system-x86 (scripts/deps.sh)"
-command -v cpio >/dev/null || skip_or_fail "needs cpio (scripts/deps.sh)"
-kdir=$("$here/kernel.sh" dir) || skip_or_fail "no guest kernel (scripts/deps.sh fetches it)"
+command -v qemu-system-x86_64 >/dev/null || skip_or_fail "needs qemu-system-x86 (scripts/deps.sh --test)"
+command -v cpio >/dev/null || skip_or_fail "needs cpio (scripts/deps.sh --test)"
+kdir=$("$here/kernel.sh" dir) || skip_or_fail "no guest kernel (scripts/deps.sh --test fetches it)"
 kver=$(basename "$(find "$kdir/lib/modules" -mindepth 1 -maxdepth 1 -type d | head -n 1)")
 vmlinuz=$kdir/boot/vmlinuz-$kver
 [ -r "$vmlinuz" ] || skip_or_fail "no $vmlinuz in the kernel cache"
