@@ -120,14 +120,13 @@ step_pkg_config() {
 	echo "  pkg-config --cflags --libs barrierd: $flags"
 }
 
-# Each program as its author would build it: the installed examples (and the tests' hello.c,
-# and the README's quick start if the tree has one) against the installed .pc and headers.
+# Each program as its author would build it: the installed examples (the README's quick start
+# among them) and the tests' hello.c against the installed .pc and headers.
 step_compile() {
 	mkdir -p "$prog"
 	chmod 0755 "$prog"
 	local srcs=("$BARRIERD_SOURCE_DIR/tests/install/hello.c" "$examples/ec.c" "$examples/epoch.c"
-		"$examples/hp.c")
-	if [ -f "$examples/quickstart.c" ]; then srcs+=("$examples/quickstart.c"); fi
+		"$examples/hp.c" "$examples/quickstart.c")
 	local s name
 	for s in "${srcs[@]}"; do
 		[ -f "$s" ] || fail "no $s"
@@ -182,10 +181,8 @@ step_barriers_as_nobody() {
 	for name in ec epoch hp; do
 		out=$(as_nobody timeout 60 "$prog/$name" 2>&1) || fail "$name as nobody: exit $?: $out"
 	done
-	if [ -x "$prog/quickstart" ]; then
-		out=$(as_nobody timeout 60 "$prog/quickstart" 2>&1) || fail "quickstart as nobody: $out"
-	fi
-	echo "  barrierctl wait, hello, ec, epoch, hp$([ -x "$prog/quickstart" ] && echo ", quickstart") as nobody"
+	out=$(as_nobody timeout 60 "$prog/quickstart" 2>&1) || fail "quickstart as nobody: $out"
+	echo "  barrierctl wait, hello, ec, epoch, hp, quickstart as nobody"
 }
 
 # An edited conffile survives a reinstall, without a prompt (stdin is /dev/null: a prompt
