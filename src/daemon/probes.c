@@ -11,7 +11,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+/* A printf-like callback: so marked, compilers check its callers' formats, not its own. */
+__attribute__((format(printf, 2, 0))) static int libbpf_quiet(enum libbpf_print_level level,
+							      const char *fmt, va_list ap)
 {
 	if (level == LIBBPF_DEBUG && !log_verbose)
 		return 0;

@@ -208,7 +208,7 @@ static struct {
 	const char *hotplug_cpus;
 } A;
 
-static void diag(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static void diag(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -219,7 +219,7 @@ static void diag(const char *fmt, ...)
 }
 
 /* Something went wrong that is not a finding: the run cannot vouch for anything. */
-static void fatal(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static void fatal(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -486,7 +486,8 @@ static int recorder_follow_daemon(void)
 
 /* ---- the audit ---------------------------------------------------------------------------- */
 
-static void violation(const struct barrier *b, size_t idx, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void violation(const struct barrier *b, size_t idx,
+							    const char *fmt, ...)
 {
 	va_list ap;
 

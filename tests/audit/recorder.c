@@ -26,7 +26,7 @@ static void sleep_us(long us)
 }
 
 /* The first fatal problem wins: later ones are usually its consequences. */
-static void rec_fail(struct recorder *r, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void rec_fail(struct recorder *r, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -296,7 +296,8 @@ static void *drainer(void *arg)
 	return NULL;
 }
 
-static int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static int quiet_libbpf(enum libbpf_print_level level,
+							      const char *fmt, va_list ap)
 {
 	return level == LIBBPF_WARN ? vfprintf(stderr, fmt, ap) : 0;
 }

@@ -29,7 +29,7 @@
 
 #define ROOT "/newroot"
 
-static void say(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 {
 	va_list ap;
 
