@@ -71,12 +71,14 @@ fi
 mkdir -p "$root/opt/barrierd-test"
 for f in "$@"; do install -m 0755 "$f" "$root/opt/barrierd-test/"; done
 
-# A sanitized build's service: the unit's SystemCallFilter= refuses ptrace(), without which
+# A sanitized build's services: their SystemCallFilter= refuses ptrace(), without which
 # LeakSanitizer cannot stop the world (it would fail the start); the other sanitizers stay on.
 if [ -n "${BARRIERD_SERVICE_ENV:-}" ]; then
-	mkdir -p "$root/etc/systemd/system/barrierd.service.d"
-	printf '[Service]\nEnvironment=%s\n' "$BARRIERD_SERVICE_ENV" \
-		>"$root/etc/systemd/system/barrierd.service.d/sanitize.conf"
+	for unit in barrierd.service barrierd-metrics.service; do
+		mkdir -p "$root/etc/systemd/system/$unit.d"
+		printf '[Service]\nEnvironment=%s\n' "$BARRIERD_SERVICE_ENV" \
+			>"$root/etc/systemd/system/$unit.d/sanitize.conf"
+	done
 fi
 
 # The scenario runs as a oneshot service; the container powers off when it ends either way.
