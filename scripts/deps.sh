@@ -5,7 +5,7 @@ set -euo pipefail
 pkgs=(gcc make cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev
       libseccomp-dev libsystemd-dev libcmocka-dev util-linux systemd systemd-container
       gnuplot-nox clang-format patch libclang-rt-14-dev valgrind libck-dev liburcu-dev
-      qemu-system-x86 cpio binutils)
+      qemu-system-x86 cpio binutils cargo rustc rust-clippy rustfmt)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -3,7 +3,8 @@
 # test_rust.sh DAEMON SOURCE_DIR WORKDIR LIBDIR PKGCONFIG_DIR: the Rust workspace
 # (bindings/rust) against the real daemon on a temporary state path: cargo test (unit,
 # integration against the daemon, doc tests), cargo clippy -D warnings, cargo fmt --check,
-# the cfg(miri) path compile-checked, and the hazard example and the benchmark run briefly.
+# cargo doc -D warnings, the cfg(miri) path compile-checked, and the hazard example and the
+# benchmark run briefly.
 # Offline, with CARGO_HOME and CARGO_TARGET_DIR under WORKDIR; the library found through the
 # build tree's uninstalled barrierd.pc.  Skips (77) without cargo, root or BPF, unless
 # BARRIERD_REQUIRE_BPF=1.
@@ -19,7 +20,8 @@ cargo=${CARGO:-}
 if [ -z "$cargo" ]; then
 	if [ -x /usr/bin/cargo ]; then cargo=/usr/bin/cargo; else cargo=$(command -v cargo || true); fi
 fi
-[ -n "$cargo" ] || skip "needs cargo (scripts/deps.sh installs cargo rustc rust-clippy rustfmt)"
+[ -n "$cargo" ] && "$cargo" --version >/dev/null 2>&1 ||
+	skip "needs cargo (scripts/deps.sh installs cargo rustc rust-clippy rustfmt)"
 # Its rustc, clippy-driver and rustfmt come from its own directory.
 PATH="$(dirname "$cargo"):$PATH"
 export PATH
@@ -52,6 +54,8 @@ step() {
 step "$cargo" test --offline --locked --workspace
 step "$cargo" clippy --offline --locked --workspace --all-targets -- -D warnings
 step "$cargo" fmt --all --check
+# Broken intra-doc links fail too.
+RUSTDOCFLAGS="-D warnings" step "$cargo" doc --offline --locked --no-deps --workspace
 # Miri cannot run here (not in Debian): the cfg(miri) path is compile-checked, in a target
 # directory of its own so that the other builds stay warm.
 CARGO_TARGET_DIR=$work/target-miri RUSTFLAGS="--cfg miri" \

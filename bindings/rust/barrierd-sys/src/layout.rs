@@ -146,7 +146,7 @@ pub struct barrierd_slots_msg {
     pub reserved: u32,
 }
 
-/// Options of [`barrierd_open_opts`](crate::barrierd_open_opts); `sz` must be its size.
+/// Options of [`barrierd_open_opts()`](fn@crate::barrierd_open_opts); `sz` must be its size.
 ///
 /// ```
 /// let o = barrierd_sys::barrierd_open_opts::default();

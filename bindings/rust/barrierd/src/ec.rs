@@ -17,6 +17,12 @@ use crate::timeout::timeout_ns;
 use crate::{Barrierd, Error, Result};
 
 /// The largest delta one increment may add (the header's limit).
+///
+/// ```
+/// let ec = barrierd::EventCount::new(0);
+/// ec.add(barrierd::MAX_DELTA);
+/// assert_eq!(ec.value(), 1 << 62);
+/// ```
 pub const MAX_DELTA: u64 = 1 << 62;
 
 /// How a [`EventCount::wait_until`] ended.

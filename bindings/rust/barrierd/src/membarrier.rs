@@ -1,6 +1,14 @@
 // SPDX-License-Identifier: MIT
 //! The `membarrier(2)` commands barrierd is compared with, as raw system calls (no `libc`
 //! crate: `syscall(3)` is declared here; the C library is linked anyway).
+//!
+//! ```
+//! // What the membarrier crate's heavy() does, and the library's fallback:
+//! barrierd::membarrier::register_private_expedited()?;
+//! barrierd::membarrier::private_expedited()?;
+//! barrierd::membarrier::global()?;
+//! # Ok::<(), barrierd::Error>(())
+//! ```
 
 use std::os::raw::{c_int, c_long, c_uint};
 
