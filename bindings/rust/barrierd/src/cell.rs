@@ -5,7 +5,8 @@
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-use crate::retire::{retire_box, Domain};
+use crate::retire::retire_box;
+use crate::Domain;
 use crate::{EpochDomain, EpochGuard, Error, HpDomain, HpGuard, HpRecord};
 
 /// A shared pointer to a `T` that writers replace and readers use without locks: readers of

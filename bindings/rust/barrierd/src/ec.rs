@@ -25,7 +25,7 @@ use crate::{Barrierd, Error, Result};
 /// ```
 pub const MAX_DELTA: u64 = 1 << 62;
 
-/// How a [`EventCount::wait_until`] ended.
+/// How a [`Waitable::wait_until`] ended.
 ///
 /// ```
 /// let ec = barrierd::EventCount::new(0);
@@ -41,17 +41,32 @@ pub enum Woken {
     Predicate,
 }
 
-/// The event count's memory: `struct barrierd_ec`, which the library's waits and the
-/// increments below share (its control word is ABI: `value << 1 | sleepers flag`).
-struct Raw(UnsafeCell<sys::barrierd_ec>);
+/// The side of an event count that reads and waits, shared by both kinds: [`EventCount`] and
+/// [`SpEventCount`] dereference to it.  Its memory is `struct barrierd_ec`, which the
+/// library's waits and the increments share (the control word is ABI:
+/// `value << 1 | sleepers flag`).
+///
+/// ```
+/// let ec = barrierd::EventCount::new(3);
+/// let w: &barrierd::Waitable = &ec;
+/// assert_eq!(w.value(), 3);
+/// ```
+pub struct Waitable(UnsafeCell<sys::barrierd_ec>);
 
-impl Raw {
-    fn new(value: u64) -> Raw {
+// SAFETY: every access to the word is atomic (the multi-producer increments, the library's
+// loads and compare-and-swaps), except the single producer's unlocked xadd: there is one
+// producer (SpEventCount::producer hands it out once, and it needs &mut), and the waiters'
+// barrier covers its race (barrierd_ec.h).  So both kinds are Send and Sync through it.
+unsafe impl Send for Waitable {}
+unsafe impl Sync for Waitable {}
+
+impl Waitable {
+    fn new(value: u64) -> Waitable {
         assert!(
             value < 1 << 63,
             "an event count's value is below 2^63, not {value}"
         );
-        let raw = Raw(UnsafeCell::new(sys::barrierd_ec::default()));
+        let raw = Waitable(UnsafeCell::new(sys::barrierd_ec::default()));
         // SAFETY: nobody else sees the event count yet; the value is in range, the flags 0.
         let rc = unsafe { sys::barrierd_ec_init(raw.0.get(), value, 0) };
         debug_assert_eq!(rc, 0);
@@ -65,7 +80,14 @@ impl Raw {
         unsafe { &*(self.0.get() as *const AtomicU64) }
     }
 
-    fn value(&self) -> u64 {
+    /// The current value (63 bits), one acquire load.
+    ///
+    /// ```
+    /// let ec = barrierd::EventCount::new(0);
+    /// ec.add(5);
+    /// assert_eq!(ec.value(), 5);
+    /// ```
+    pub fn value(&self) -> u64 {
         self.word().load(Ordering::Acquire) >> 1
     }
 
@@ -74,13 +96,37 @@ impl Raw {
         unsafe { sys::barrierd_ec_wake(self.0.get()) }
     }
 
-    fn wait(&self, b: Option<&Barrierd>, old: u64, timeout: Option<Duration>) -> Result<()> {
+    /// Wait until the value differs from `old`, or `timeout` runs out (`None`: none).
+    /// `b`: the handle whose barrier closes the single producer's race (multi-producer
+    /// increments need none, but the library's wait takes one); `None` waits ck_ec's
+    /// conservative second before it blocks for good.  Errors: `TimedOut`, `InvalidArgument`.
+    ///
+    /// ```
+    /// # let b = barrierd::__doc_open();
+    /// let ec = barrierd::EventCount::new(4);
+    /// ec.wait(Some(&b), 3, None)?; // already moved past 3: returns at once
+    /// let e = ec.wait(Some(&b), 4, Some(std::time::Duration::from_millis(1))).unwrap_err();
+    /// assert_eq!(e, barrierd::Error::TimedOut);
+    /// # Ok::<(), barrierd::Error>(())
+    /// ```
+    pub fn wait(&self, b: Option<&Barrierd>, old: u64, timeout: Option<Duration>) -> Result<()> {
         let b = b.map_or(ptr::null_mut(), Barrierd::as_raw);
         // SAFETY: the event count and the handle outlive the call; the wait is thread-safe.
         Error::check(unsafe { sys::barrierd_ec_wait(self.0.get(), b, old, timeout_ns(timeout)) })
     }
 
-    fn wait_until<F: FnMut(u64) -> bool>(
+    /// [`wait`](Self::wait), and `pred(value)` is called before every sleep and after every
+    /// wake-up: `true` ends the wait.  `pred` must not block.  A panic in `pred` ends the
+    /// wait and is resumed in the caller.
+    ///
+    /// ```
+    /// let ec = barrierd::SpEventCount::new(0);
+    /// let mut calls = 0;
+    /// let how = ec.wait_until(None, 0, None, |_| { calls += 1; calls == 2 })?;
+    /// assert_eq!((how, calls), (barrierd::Woken::Predicate, 2));
+    /// # Ok::<(), barrierd::Error>(())
+    /// ```
+    pub fn wait_until<F: FnMut(u64) -> bool>(
         &self,
         b: Option<&Barrierd>,
         old: u64,
@@ -155,11 +201,7 @@ fn check_delta(delta: u64) {
 /// });
 /// assert_eq!(ec.value(), 1);
 /// ```
-pub struct EventCount(Raw);
-
-// SAFETY: see the type's documentation.
-unsafe impl Send for EventCount {}
-unsafe impl Sync for EventCount {}
+pub struct EventCount(Waitable);
 
 impl EventCount {
     /// An event count at `value` (below 2^63; panics otherwise).
@@ -168,18 +210,7 @@ impl EventCount {
     /// assert_eq!(barrierd::EventCount::new(7).value(), 7);
     /// ```
     pub fn new(value: u64) -> EventCount {
-        EventCount(Raw::new(value))
-    }
-
-    /// The current value (63 bits), one acquire load.
-    ///
-    /// ```
-    /// let ec = barrierd::EventCount::new(0);
-    /// ec.add(5);
-    /// assert_eq!(ec.value(), 5);
-    /// ```
-    pub fn value(&self) -> u64 {
-        self.0.value()
+        EventCount(Waitable::new(value))
     }
 
     /// Add one.
@@ -212,43 +243,14 @@ impl EventCount {
             self.0.wake();
         }
     }
+}
 
-    /// Wait until the value differs from `old`, or `timeout` runs out (`None`: none).
-    /// `b`: the handle whose barrier closes the single producer's race (multi-producer
-    /// increments need none, but the library's wait takes one); `None` waits ck_ec's
-    /// conservative second before it blocks for good.  Errors: `TimedOut`, `InvalidArgument`.
-    ///
-    /// ```
-    /// # let b = barrierd::__doc_open();
-    /// let ec = barrierd::EventCount::new(4);
-    /// ec.wait(Some(&b), 3, None)?; // already moved past 3: returns at once
-    /// let e = ec.wait(Some(&b), 4, Some(std::time::Duration::from_millis(1))).unwrap_err();
-    /// assert_eq!(e, barrierd::Error::TimedOut);
-    /// # Ok::<(), barrierd::Error>(())
-    /// ```
-    pub fn wait(&self, b: Option<&Barrierd>, old: u64, timeout: Option<Duration>) -> Result<()> {
-        self.0.wait(b, old, timeout)
-    }
-
-    /// [`wait`](Self::wait), and `pred(value)` is called before every sleep and after every
-    /// wake-up: `true` ends the wait.  `pred` must not block.  A panic in `pred` ends the
-    /// wait and is resumed in the caller.
-    ///
-    /// ```
-    /// let ec = barrierd::EventCount::new(0);
-    /// let mut calls = 0;
-    /// let how = ec.wait_until(None, 0, None, |_| { calls += 1; calls == 2 })?;
-    /// assert_eq!((how, calls), (barrierd::Woken::Predicate, 2));
-    /// # Ok::<(), barrierd::Error>(())
-    /// ```
-    pub fn wait_until<F: FnMut(u64) -> bool>(
-        &self,
-        b: Option<&Barrierd>,
-        old: u64,
-        timeout: Option<Duration>,
-        pred: F,
-    ) -> Result<Woken> {
-        self.0.wait_until(b, old, timeout, pred)
+impl std::ops::Deref for EventCount {
+    type Target = Waitable;
+    /// [`value`](Waitable::value), [`wait`](Waitable::wait) and
+    /// [`wait_until`](Waitable::wait_until).
+    fn deref(&self) -> &Waitable {
+        &self.0
     }
 }
 
@@ -268,15 +270,9 @@ impl EventCount {
 /// assert_eq!(ec.value(), 1);
 /// ```
 pub struct SpEventCount {
-    raw: Raw,
+    raw: Waitable,
     taken: AtomicBool,
 }
-
-// SAFETY: the only non-atomic access to the word is the one producer's xadd, which the
-// waiters' barrier covers (barrierd_ec.h); there is one producer (producer() hands it out
-// once) and it needs &mut to increment.
-unsafe impl Send for SpEventCount {}
-unsafe impl Sync for SpEventCount {}
 
 impl SpEventCount {
     /// A single-producer event count at `value` (below 2^63; panics otherwise).
@@ -286,7 +282,7 @@ impl SpEventCount {
     /// ```
     pub fn new(value: u64) -> SpEventCount {
         SpEventCount {
-            raw: Raw::new(value),
+            raw: Waitable::new(value),
             taken: AtomicBool::new(false),
         }
     }
@@ -306,44 +302,14 @@ impl SpEventCount {
             Some(SpProducer { ec: self })
         }
     }
+}
 
-    /// The current value (63 bits).
-    ///
-    /// ```
-    /// assert_eq!(barrierd::SpEventCount::new(0).value(), 0);
-    /// ```
-    pub fn value(&self) -> u64 {
-        self.raw.value()
-    }
-
-    /// As [`EventCount::wait`].
-    ///
-    /// ```
-    /// # let b = barrierd::__doc_open();
-    /// let ec = barrierd::SpEventCount::new(1);
-    /// ec.wait(Some(&b), 0, None)?;
-    /// # Ok::<(), barrierd::Error>(())
-    /// ```
-    pub fn wait(&self, b: Option<&Barrierd>, old: u64, timeout: Option<Duration>) -> Result<()> {
-        self.raw.wait(b, old, timeout)
-    }
-
-    /// As [`EventCount::wait_until`].
-    ///
-    /// ```
-    /// let ec = barrierd::SpEventCount::new(0);
-    /// let how = ec.wait_until(None, 0, None, |v| v == 0)?;
-    /// assert_eq!(how, barrierd::Woken::Predicate);
-    /// # Ok::<(), barrierd::Error>(())
-    /// ```
-    pub fn wait_until<F: FnMut(u64) -> bool>(
-        &self,
-        b: Option<&Barrierd>,
-        old: u64,
-        timeout: Option<Duration>,
-        pred: F,
-    ) -> Result<Woken> {
-        self.raw.wait_until(b, old, timeout, pred)
+impl std::ops::Deref for SpEventCount {
+    type Target = Waitable;
+    /// [`value`](Waitable::value), [`wait`](Waitable::wait) and
+    /// [`wait_until`](Waitable::wait_until).
+    fn deref(&self) -> &Waitable {
+        &self.raw
     }
 }
 

@@ -4,14 +4,14 @@
 //! read side is the header's inline functions, written again here.
 
 use std::marker::PhantomData;
-use std::os::raw::{c_int, c_void};
+use std::os::raw::c_void;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{compiler_fence, AtomicU64, Ordering};
 use std::time::Duration;
 
 use barrierd_sys as sys;
 
-use crate::retire::{retire_box, sealed, Domain};
+use crate::domain::{impl_domain, Core, Ops};
 use crate::timeout::timeout_ns;
 use crate::{Barrierd, Error, Result};
 
@@ -25,6 +25,7 @@ use crate::{Barrierd, Error, Result};
 ///
 /// ```
 /// # let b = barrierd::__doc_open();
+/// use barrierd::Domain; // retire, reclaim
 /// let domain = barrierd::EpochDomain::new(&b, 16)?;
 /// let cell = barrierd::ReclaimCell::new(&domain, Box::new(1u64));
 /// let mut reader = domain.register()?;
@@ -37,9 +38,16 @@ use crate::{Barrierd, Error, Result};
 /// # Ok::<(), barrierd::Error>(())
 /// ```
 pub struct EpochDomain<'b> {
-    raw: NonNull<sys::barrierd_epoch>,
+    core: Core<sys::barrierd_epoch>,
     _handle: PhantomData<&'b Barrierd>,
 }
+
+static OPS: Ops<sys::barrierd_epoch> = Ops {
+    new: sys::barrierd_epoch_new,
+    free: sys::barrierd_epoch_free,
+    retire: sys::barrierd_epoch_retire,
+    reclaim: sys::barrierd_epoch_reclaim,
+};
 
 // SAFETY: see the type's documentation.
 unsafe impl Send for EpochDomain<'_> {}
@@ -55,17 +63,10 @@ impl<'b> EpochDomain<'b> {
     /// # Ok::<(), barrierd::Error>(())
     /// ```
     pub fn new(b: &'b Barrierd, batch: u32) -> Result<EpochDomain<'b>> {
-        // SAFETY: b outlives the domain ('b).
-        Self::from_raw(unsafe { sys::barrierd_epoch_new(b.as_raw(), batch) })
-    }
-
-    fn from_raw(raw: *mut sys::barrierd_epoch) -> Result<EpochDomain<'b>> {
-        NonNull::new(raw)
-            .map(|raw| EpochDomain {
-                raw,
-                _handle: PhantomData,
-            })
-            .ok_or(Error::OutOfMemory)
+        Ok(Self {
+            core: Core::new(&OPS, b.as_raw(), batch)?,
+            _handle: PhantomData,
+        })
     }
 
     /// The calling thread's reader record.  `OutOfMemory` if it cannot be allocated.
@@ -78,11 +79,11 @@ impl<'b> EpochDomain<'b> {
     /// ```
     pub fn register(&self) -> Result<EpochRecord<'_>> {
         // SAFETY: the domain is live; register is thread-safe.
-        let raw = unsafe { sys::barrierd_epoch_register(self.raw.as_ptr()) };
+        let raw = unsafe { sys::barrierd_epoch_register(self.core.raw()) };
         let raw = NonNull::new(raw).ok_or(Error::OutOfMemory)?;
         Ok(EpochRecord {
             raw,
-            domain: self.raw,
+            domain: NonNull::new(self.core.raw()).unwrap(),
             _domain: PhantomData,
             _thread: PhantomData,
         })
@@ -101,39 +102,8 @@ impl<'b> EpochDomain<'b> {
     pub fn synchronize(&self, timeout: Option<Duration>) -> Result<()> {
         // SAFETY: the domain is live; synchronize takes no lock.
         Error::check(unsafe {
-            sys::barrierd_epoch_synchronize(self.raw.as_ptr(), timeout_ns(timeout))
+            sys::barrierd_epoch_synchronize(self.core.raw(), timeout_ns(timeout))
         })
-    }
-
-    /// Take ownership of `obj` (already unreachable for new readers) and drop it once no
-    /// section can hold it.  Batched: every `batch`-th call synchronizes (no deadline) and
-    /// drops a batch, in this thread.  On an error (`OutOfMemory`) `obj` was not taken and
-    /// comes back.  Never inside a section of the calling thread (it would wait for itself).
-    ///
-    /// ```
-    /// let domain = barrierd::EpochDomain::with_membarrier(0)?;
-    /// domain.retire(Box::new([0u8; 64])).map_err(|(e, _)| e)?;
-    /// # Ok::<(), barrierd::Error>(())
-    /// ```
-    pub fn retire<T: Send + 'static>(
-        &self,
-        obj: Box<T>,
-    ) -> std::result::Result<(), (Error, Box<T>)> {
-        retire_box(self, obj)
-    }
-
-    /// Synchronize now (no deadline) and drop everything retired before the call.  Errors:
-    /// the synchronize's (the objects stay retired), `OutOfMemory` (they leak, never freed
-    /// under a reader), `WouldDeadlock` from inside a retired object's `Drop`.
-    ///
-    /// ```
-    /// let domain = barrierd::EpochDomain::with_membarrier(0)?;
-    /// domain.reclaim()?; // nothing retired: Ok
-    /// # Ok::<(), barrierd::Error>(())
-    /// ```
-    pub fn reclaim(&self) -> Result<()> {
-        // SAFETY: the domain is live.
-        Error::check(unsafe { sys::barrierd_epoch_reclaim(self.raw.as_ptr()) })
     }
 }
 
@@ -146,30 +116,14 @@ impl EpochDomain<'static> {
     /// # Ok::<(), barrierd::Error>(())
     /// ```
     pub fn with_membarrier(batch: u32) -> Result<EpochDomain<'static>> {
-        // SAFETY: a NULL handle selects membarrier.
-        Self::from_raw(unsafe { sys::barrierd_epoch_new(ptr::null_mut(), batch) })
+        Ok(Self {
+            core: Core::new(&OPS, ptr::null_mut(), batch)?,
+            _handle: PhantomData,
+        })
     }
 }
 
-impl Drop for EpochDomain<'_> {
-    fn drop(&mut self) {
-        // SAFETY: no record or cell borrows the domain any more, so no reader is inside;
-        // the final reclaim drops what is still retired.
-        unsafe { sys::barrierd_epoch_free(self.raw.as_ptr()) }
-    }
-}
-
-impl sealed::Sealed for EpochDomain<'_> {}
-
-impl Domain for EpochDomain<'_> {
-    unsafe fn retire_raw(&self, ptr: *mut c_void, free: sys::barrierd_free_fn) -> c_int {
-        sys::barrierd_epoch_retire(self.raw.as_ptr(), ptr, free)
-    }
-
-    fn id(&self) -> *const c_void {
-        self.raw.as_ptr() as *const c_void
-    }
-}
+impl_domain!(EpochDomain);
 
 /// A reader's record: one per thread, used only by the thread that registered it.  Neither
 /// `Send` nor `Sync`: the header's records are "used only by its thread", and a section's

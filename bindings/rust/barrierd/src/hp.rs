@@ -5,13 +5,13 @@
 
 use std::cell::Cell;
 use std::marker::PhantomData;
-use std::os::raw::{c_int, c_void};
+use std::os::raw::c_void;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{compiler_fence, AtomicPtr, Ordering};
 
 use barrierd_sys as sys;
 
-use crate::retire::{retire_box, sealed, Domain};
+use crate::domain::{impl_domain, Core, Ops};
 use crate::{Barrierd, Error, Result};
 
 /// A hazard-pointer domain over a [`Barrierd`] handle (which must outlive it), or over
@@ -24,6 +24,7 @@ use crate::{Barrierd, Error, Result};
 ///
 /// ```
 /// # let b = barrierd::__doc_open();
+/// use barrierd::Domain; // retire, reclaim
 /// let domain = barrierd::HpDomain::new(&b, 8)?;
 /// let cell = barrierd::ReclaimCell::new(&domain, Box::new(String::from("a")));
 /// let reader = domain.register()?;
@@ -35,9 +36,16 @@ use crate::{Barrierd, Error, Result};
 /// # Ok::<(), barrierd::Error>(())
 /// ```
 pub struct HpDomain<'b> {
-    raw: NonNull<sys::barrierd_hp>,
+    core: Core<sys::barrierd_hp>,
     _handle: PhantomData<&'b Barrierd>,
 }
+
+static OPS: Ops<sys::barrierd_hp> = Ops {
+    new: sys::barrierd_hp_new,
+    free: sys::barrierd_hp_free,
+    retire: sys::barrierd_hp_retire,
+    reclaim: sys::barrierd_hp_reclaim,
+};
 
 // SAFETY: see the type's documentation.
 unsafe impl Send for HpDomain<'_> {}
@@ -53,17 +61,10 @@ impl<'b> HpDomain<'b> {
     /// # Ok::<(), barrierd::Error>(())
     /// ```
     pub fn new(b: &'b Barrierd, batch: u32) -> Result<HpDomain<'b>> {
-        // SAFETY: b outlives the domain ('b).
-        Self::from_raw(unsafe { sys::barrierd_hp_new(b.as_raw(), batch) })
-    }
-
-    fn from_raw(raw: *mut sys::barrierd_hp) -> Result<HpDomain<'b>> {
-        NonNull::new(raw)
-            .map(|raw| HpDomain {
-                raw,
-                _handle: PhantomData,
-            })
-            .ok_or(Error::OutOfMemory)
+        Ok(Self {
+            core: Core::new(&OPS, b.as_raw(), batch)?,
+            _handle: PhantomData,
+        })
     }
 
     /// The calling thread's reader record.  `OutOfMemory` if it cannot be allocated.
@@ -75,43 +76,14 @@ impl<'b> HpDomain<'b> {
     /// ```
     pub fn register(&self) -> Result<HpRecord<'_>> {
         // SAFETY: the domain is live; register is thread-safe.
-        let raw = unsafe { sys::barrierd_hp_register(self.raw.as_ptr()) };
+        let raw = unsafe { sys::barrierd_hp_register(self.core.raw()) };
         let raw = NonNull::new(raw).ok_or(Error::OutOfMemory)?;
         Ok(HpRecord {
             raw,
-            domain: self.raw,
+            domain: NonNull::new(self.core.raw()).unwrap(),
             used: Cell::new(0),
             _domain: PhantomData,
         })
-    }
-
-    /// Take ownership of `obj` (unlinked, never linked again) and drop it once no slot holds
-    /// it.  Every `batch`-th call takes a barrier and scans, in this thread.  On an error
-    /// (`OutOfMemory`) `obj` was not taken and comes back.
-    ///
-    /// ```
-    /// let domain = barrierd::HpDomain::with_membarrier(0)?;
-    /// domain.retire(Box::new(5u32)).map_err(|(e, _)| e)?;
-    /// # Ok::<(), barrierd::Error>(())
-    /// ```
-    pub fn retire<T: Send + 'static>(
-        &self,
-        obj: Box<T>,
-    ) -> std::result::Result<(), (Error, Box<T>)> {
-        retire_box(self, obj)
-    }
-
-    /// Barrier, scan and drop now what no slot holds.  Errors: the barrier's, `OutOfMemory`,
-    /// `WouldDeadlock` from inside a retired object's `Drop`.
-    ///
-    /// ```
-    /// let domain = barrierd::HpDomain::with_membarrier(0)?;
-    /// domain.reclaim()?;
-    /// # Ok::<(), barrierd::Error>(())
-    /// ```
-    pub fn reclaim(&self) -> Result<()> {
-        // SAFETY: the domain is live.
-        Error::check(unsafe { sys::barrierd_hp_reclaim(self.raw.as_ptr()) })
     }
 }
 
@@ -123,29 +95,14 @@ impl HpDomain<'static> {
     /// # Ok::<(), barrierd::Error>(())
     /// ```
     pub fn with_membarrier(batch: u32) -> Result<HpDomain<'static>> {
-        // SAFETY: a NULL handle selects membarrier.
-        Self::from_raw(unsafe { sys::barrierd_hp_new(ptr::null_mut(), batch) })
+        Ok(Self {
+            core: Core::new(&OPS, ptr::null_mut(), batch)?,
+            _handle: PhantomData,
+        })
     }
 }
 
-impl Drop for HpDomain<'_> {
-    fn drop(&mut self) {
-        // SAFETY: nothing borrows the domain any more; a final scan drops what is retired.
-        unsafe { sys::barrierd_hp_free(self.raw.as_ptr()) }
-    }
-}
-
-impl sealed::Sealed for HpDomain<'_> {}
-
-impl Domain for HpDomain<'_> {
-    unsafe fn retire_raw(&self, ptr: *mut c_void, free: sys::barrierd_free_fn) -> c_int {
-        sys::barrierd_hp_retire(self.raw.as_ptr(), ptr, free)
-    }
-
-    fn id(&self) -> *const c_void {
-        self.raw.as_ptr() as *const c_void
-    }
-}
+impl_domain!(HpDomain);
 
 /// A reader's record: [`sys::BARRIERD_HP_SLOTS`] slots, used only by the thread that
 /// registered it (neither `Send` nor `Sync`, as the header's records).  Each

@@ -31,6 +31,7 @@
 
 mod cell;
 mod cpuset;
+mod domain;
 mod ec;
 mod epoch;
 mod error;
@@ -44,12 +45,12 @@ mod timeout;
 pub use barrierd_sys as sys;
 pub use cell::ReclaimCell;
 pub use cpuset::CpuSet;
-pub use ec::{EventCount, SpEventCount, SpProducer, Woken, MAX_DELTA};
+pub use domain::Domain;
+pub use ec::{EventCount, SpEventCount, SpProducer, Waitable, Woken, MAX_DELTA};
 pub use epoch::{EpochDomain, EpochGuard, EpochRecord};
 pub use error::{Error, Result};
 pub use handle::{Barrierd, OpenOptions, Stamp, VtimeStamp};
 pub use hp::{HpDomain, HpGuard, HpRecord};
-pub use retire::Domain;
 
 /// For the documentation's examples: a handle on a live daemon, or, when there is none, a
 /// message and the end of the process with success (the example needs a daemon), unless

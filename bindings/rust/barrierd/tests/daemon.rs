@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use barrierd::{
-    Barrierd, CpuSet, EpochDomain, Error, EventCount, HpDomain, OpenOptions, ReclaimCell,
+    Barrierd, CpuSet, Domain, EpochDomain, Error, EventCount, HpDomain, OpenOptions, ReclaimCell,
     SpEventCount,
 };
 
@@ -219,6 +219,41 @@ impl Drop for Obj {
 
 const TORTURE: Duration = Duration::from_millis(400);
 
+/// Two readers run `read` (each registers, then reads until told to stop) while the writer
+/// replaces the cell's object for TORTURE; then the domain is dropped (its final reclaim).
+/// Every object must have been dropped exactly once (counted in `drops`, one per test: the
+/// tests run in parallel), and none read after its drop.
+fn torture<D, F>(domain: D, drops: &'static AtomicU64, read: F)
+where
+    D: Domain + Sync,
+    F: Fn(&D, &ReclaimCell<'_, D, Obj>, &AtomicBool) + Sync,
+{
+    let cell = ReclaimCell::new(&domain, Obj::new(0, drops));
+    let stop = AtomicBool::new(false);
+    let replaced = std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| read(&domain, &cell, &stop));
+        }
+        let start = Instant::now();
+        let mut gen = 0;
+        while start.elapsed() < TORTURE {
+            gen += 1;
+            cell.replace(Obj::new(gen, drops)).unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+        gen
+    });
+    drop(cell);
+    domain.reclaim().unwrap();
+    drop(domain);
+    assert!(replaced > 10, "only {replaced} replacements");
+    assert_eq!(
+        drops.load(Ordering::Relaxed),
+        replaced + 1,
+        "every object dropped once"
+    );
+}
+
 #[test]
 fn epoch_readers_never_see_a_freed_object() {
     let b = match daemon() {
@@ -226,39 +261,18 @@ fn epoch_readers_never_see_a_freed_object() {
         None => return,
     };
     static DROPS: AtomicU64 = AtomicU64::new(0);
-    let replaced;
-    {
-        let domain = EpochDomain::new(&b, 4).unwrap();
-        let cell = ReclaimCell::new(&domain, Obj::new(0, &DROPS));
-        let stop = AtomicBool::new(false);
-        replaced = std::thread::scope(|s| {
-            for _ in 0..2 {
-                s.spawn(|| {
-                    let mut r = domain.register().unwrap();
-                    while !stop.load(Ordering::Relaxed) {
-                        let g = r.enter();
-                        for _ in 0..8 {
-                            cell.load(&g).check();
-                        }
-                    }
-                });
+    torture(
+        EpochDomain::new(&b, 4).unwrap(),
+        &DROPS,
+        |domain, cell, stop| {
+            let mut r = domain.register().unwrap();
+            while !stop.load(Ordering::Relaxed) {
+                let g = r.enter();
+                for _ in 0..8 {
+                    cell.load(&g).check();
+                }
             }
-            let start = Instant::now();
-            let mut gen = 0;
-            while start.elapsed() < TORTURE {
-                gen += 1;
-                cell.replace(Obj::new(gen, &DROPS)).unwrap();
-            }
-            stop.store(true, Ordering::Relaxed);
-            gen
-        });
-        domain.reclaim().unwrap();
-    }
-    assert!(replaced > 10, "only {replaced} replacements");
-    assert_eq!(
-        DROPS.load(Ordering::Relaxed),
-        replaced + 1,
-        "every object dropped once"
+        },
     );
 }
 
@@ -269,38 +283,18 @@ fn hazard_pointer_readers_never_see_a_freed_object() {
         None => return,
     };
     static DROPS: AtomicU64 = AtomicU64::new(0);
-    let replaced;
-    {
-        let domain = HpDomain::new(&b, 4).unwrap();
-        let cell = ReclaimCell::new(&domain, Obj::new(0, &DROPS));
-        let stop = AtomicBool::new(false);
-        replaced = std::thread::scope(|s| {
-            for _ in 0..2 {
-                s.spawn(|| {
-                    let r = domain.register().unwrap();
-                    while !stop.load(Ordering::Relaxed) {
-                        let g = cell.protect(&r).unwrap();
-                        for _ in 0..8 {
-                            g.check();
-                        }
-                    }
-                });
+    torture(
+        HpDomain::new(&b, 4).unwrap(),
+        &DROPS,
+        |domain, cell, stop| {
+            let r = domain.register().unwrap();
+            while !stop.load(Ordering::Relaxed) {
+                let g = cell.protect(&r).unwrap();
+                for _ in 0..8 {
+                    g.check();
+                }
             }
-            let start = Instant::now();
-            let mut gen = 0;
-            while start.elapsed() < TORTURE {
-                gen += 1;
-                cell.replace(Obj::new(gen, &DROPS)).unwrap();
-            }
-            stop.store(true, Ordering::Relaxed);
-            gen
-        });
-    }
-    assert!(replaced > 10, "only {replaced} replacements");
-    assert_eq!(
-        DROPS.load(Ordering::Relaxed),
-        replaced + 1,
-        "every object dropped once"
+        },
     );
 }
 
