@@ -6,6 +6,7 @@
 //! sample starts right after another call.  Latency percentiles per method, and IPIs per call
 //! from /proc/interrupts (CAL, TLB, RES and IWI rows; all CPUs, read before and after each
 //! block, so other processes' interrupts count too: run it on a quiet machine).
+use std::io::Write as _;
 use std::process::exit;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
@@ -77,7 +78,8 @@ fn parse_args() -> Options {
                 o.calls = 50;
             }
             "-h" | "--help" => {
-                println!("{USAGE}");
+                // A closed pipe (`| head`) is not an error of ours.
+                let _ = writeln!(std::io::stdout(), "{USAGE}");
                 exit(0)
             }
             other => usage_error(&format!("unknown argument {other:?}")),

@@ -13,6 +13,7 @@
 //! BARRIERD_STATE=/run/barrierd/state cargo run --example hazard -- --replacements 2000
 //! ```
 use std::collections::HashSet;
+use std::io::Write as _;
 use std::process::exit;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
@@ -114,11 +115,12 @@ fn usage(code: i32) -> ! {
                 2) that protect it with hazard pointers on barrierd's light()/heavy() fences.\n\
                 The state file: $BARRIERD_STATE, else /run/barrierd/state.  Exit 0 when no\n\
                 reader saw a freed object, 1 when one did, 64 on bad usage.";
-    if code == 0 {
-        println!("{text}");
+    // A closed pipe (`--help | head`) is not an error of ours.
+    let _ = if code == 0 {
+        writeln!(std::io::stdout(), "{text}")
     } else {
-        eprintln!("{text}");
-    }
+        writeln!(std::io::stderr(), "{text}")
+    };
     exit(code)
 }
 
