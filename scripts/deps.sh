@@ -35,8 +35,8 @@ pkgs=(gcc make cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev zlib1g-
 if [ "$test_set" = yes ]; then
 	# The tests (cmocka; systemd and nspawn; valgrind; the fuzzers' libFuzzer runtime; the
 	# audit's mutants; QEMU guests; the format check), the benchmarks (gnuplot, ck, liburcu),
-	# the package test (build-essential, debhelper, lintian, blhc, man-db) and the colleagues'
-	# suites (C++, Rust, Spin, the metrics parser, JSON Schema, bash completion).
+	# the package test (build-essential, debhelper, lintian, blhc, man-db), and the other
+	# suites (C++, Rust, the Spin model, the metrics parser, JSON Schema, bash completion).
 	pkgs+=(libcmocka-dev util-linux procps systemd systemd-container gnuplot-nox clang-format
 	       patch libclang-rt-14-dev valgrind libck-dev liburcu-dev qemu-system-x86 cpio binutils
 	       build-essential dpkg-dev debhelper lintian blhc man-db
