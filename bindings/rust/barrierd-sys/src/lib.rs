@@ -75,7 +75,10 @@ pub struct barrierd_hp {
     _marker: PhantomData<(*mut u8, PhantomPinned)>,
 }
 
-/// `barrierd_credit_fn`: the credit observer's type.
+/// `barrierd_credit_fn`: the credit observer's type.  Like every callback the library calls,
+/// it must not unwind (undefined behaviour through C frames on Rust 1.63): catch a panic,
+/// forget its payload (its `Drop` may panic too) and abort; no `eprintln!` (it panics when
+/// stderr is a closed pipe).
 ///
 /// ```
 /// unsafe extern "C" fn seen(_: *mut std::os::raw::c_void, _: u64, _: u32, _: i32, _: u64) {}
@@ -86,7 +89,8 @@ pub type barrierd_credit_fn = Option<
     unsafe extern "C" fn(arg: *mut c_void, stamp_ns: u64, cpu: c_uint, kind: c_int, value: u64),
 >;
 
-/// A free function of the reclamation domains, `void (*)(void *)`.
+/// A free function of the reclamation domains, `void (*)(void *)`.  Must not unwind, as
+/// [`barrierd_credit_fn`].
 ///
 /// ```
 /// unsafe extern "C" fn free_nothing(_: *mut std::os::raw::c_void) {}
@@ -96,6 +100,7 @@ pub type barrierd_credit_fn = Option<
 pub type barrierd_free_fn = Option<unsafe extern "C" fn(ptr: *mut c_void)>;
 
 /// The predicate of [`barrierd_ec_wait_pred`], `int (*)(const struct barrierd_ec *, void *)`.
+/// Must not unwind, as [`barrierd_credit_fn`].
 ///
 /// ```
 /// unsafe extern "C" fn never(_: *const barrierd_sys::barrierd_ec,

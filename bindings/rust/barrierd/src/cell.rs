@@ -65,6 +65,11 @@ impl<'d, D: Domain, T: Send + 'static> ReclaimCell<'d, D, T> {
     /// old value) the new value is in place and the old one is leaked: readers may still hold
     /// it, so it can neither be freed nor given back.
     ///
+    /// With an [`EpochDomain`], **never call it inside a section of the calling thread**
+    /// (while one of its [`EpochGuard`]s lives): the retire that fills a batch synchronizes
+    /// with no deadline, and would wait for that section, its own, for ever (as
+    /// [`Domain::retire`] and [`EpochDomain::synchronize`] warn).
+    ///
     /// ```
     /// let d = barrierd::EpochDomain::with_membarrier(0)?;
     /// let cell = barrierd::ReclaimCell::new(&d, Box::new(1));
@@ -108,6 +113,7 @@ impl<'d, 'b, T> ReclaimCell<'d, EpochDomain<'b>, T> {
     /// assert_eq!(*cell.load(&g), 7);
     /// # Ok::<(), barrierd::Error>(())
     /// ```
+    #[inline]
     pub fn load<'g>(&'g self, guard: &'g EpochGuard<'_>) -> &'g T {
         assert!(
             guard.domain_id() == self.domain.id(),
@@ -132,6 +138,7 @@ impl<'d, 'b, T> ReclaimCell<'d, HpDomain<'b>, T> {
     /// assert_eq!(*cell.protect(&r).unwrap(), 7);
     /// # Ok::<(), barrierd::Error>(())
     /// ```
+    #[inline]
     pub fn protect<'g>(&'g self, record: &'g HpRecord<'_>) -> Option<HpGuard<'g, T>> {
         assert!(
             record.domain_id() == self.domain.id(),

@@ -33,6 +33,7 @@ impl<D> Core<D> {
         Ok(Core { raw, ops })
     }
 
+    #[inline]
     pub fn raw(&self) -> *mut D {
         self.raw.as_ptr()
     }
@@ -132,6 +133,7 @@ macro_rules! impl_domain {
                 unsafe { (self.core.ops.reclaim)(self.core.raw()) }
             }
 
+            #[inline]
             fn id(&self) -> *const std::os::raw::c_void {
                 self.core.raw() as *const std::os::raw::c_void
             }

@@ -5,6 +5,7 @@
 
 use std::any::Any;
 use std::cell::UnsafeCell;
+use std::mem;
 use std::os::raw::{c_int, c_void};
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr;
@@ -17,6 +18,12 @@ use crate::timeout::timeout_ns;
 use crate::{Barrierd, Error, Result};
 
 /// The largest delta one increment may add (the header's limit).
+///
+/// The value has 63 bits and is counted modulo 2^63: two increments of `MAX_DELTA` bring it
+/// back to where it was.  A waiter's `old` value must not be lapped: if the value moves by a
+/// multiple of 2^63 between the waiter's read and its wait, the wait sees no move and goes on
+/// waiting.  Increments of 1 need 2^63 of them to lap it (centuries); callers adding huge
+/// deltas keep their total between a waiter's read and its wait below 2^63.
 ///
 /// ```
 /// let ec = barrierd::EventCount::new(0);
@@ -73,6 +80,7 @@ impl Waitable {
         raw
     }
 
+    #[inline]
     fn word(&self) -> &AtomicU64 {
         // SAFETY: word is the struct's first field, 8-byte aligned as AtomicU64 needs, and
         // every access to it (ours and the library's) is atomic, except the single producer's
@@ -87,6 +95,7 @@ impl Waitable {
     /// ec.add(5);
     /// assert_eq!(ec.value(), 5);
     /// ```
+    #[inline]
     pub fn value(&self) -> u64 {
         self.word().load(Ordering::Acquire) >> 1
     }
@@ -167,18 +176,25 @@ struct PredCtx<'a> {
 
 /// The C predicate: calls the closure with the current value.  A panic must not unwind
 /// through C: it is caught, ends the wait (1), and is resumed once the library returned.
+/// Nothing else here can panic, and no payload is dropped inside the library: a second one
+/// (the library calls no predicate after a 1, but should it) is forgotten.
 unsafe extern "C" fn pred_trampoline(ec: *const sys::barrierd_ec, arg: *mut c_void) -> c_int {
     let ctx = &mut *(arg as *mut PredCtx);
     let value = (*(ec as *const AtomicU64)).load(Ordering::Acquire) >> 1;
     match panic::catch_unwind(AssertUnwindSafe(|| (ctx.pred)(value))) {
         Ok(stop) => stop as c_int,
         Err(p) => {
-            ctx.panic = Some(p);
+            if ctx.panic.is_none() {
+                ctx.panic = Some(p);
+            } else {
+                mem::forget(p);
+            }
             1
         }
     }
 }
 
+#[inline]
 fn check_delta(delta: u64) {
     assert!(
         delta <= MAX_DELTA,
@@ -220,6 +236,7 @@ impl EventCount {
     /// ec.inc();
     /// assert_eq!(ec.value(), 1);
     /// ```
+    #[inline]
     pub fn inc(&self) {
         self.add(1)
     }
@@ -233,6 +250,7 @@ impl EventCount {
     /// ec.add(2);
     /// assert_eq!(ec.value(), 3);
     /// ```
+    #[inline]
     pub fn add(&self, delta: u64) {
         check_delta(delta);
         if delta == 0 {
@@ -249,6 +267,7 @@ impl std::ops::Deref for EventCount {
     type Target = Waitable;
     /// [`value`](Waitable::value), [`wait`](Waitable::wait) and
     /// [`wait_until`](Waitable::wait_until).
+    #[inline]
     fn deref(&self) -> &Waitable {
         &self.0
     }
@@ -308,6 +327,7 @@ impl std::ops::Deref for SpEventCount {
     type Target = Waitable;
     /// [`value`](Waitable::value), [`wait`](Waitable::wait) and
     /// [`wait_until`](Waitable::wait_until).
+    #[inline]
     fn deref(&self) -> &Waitable {
         &self.raw
     }
@@ -334,6 +354,7 @@ impl SpProducer<'_> {
     /// ec.producer().unwrap().inc();
     /// assert_eq!(ec.value(), 1);
     /// ```
+    #[inline]
     pub fn inc(&mut self) {
         self.add(1)
     }
@@ -348,6 +369,7 @@ impl SpProducer<'_> {
     /// ec.producer().unwrap().add(10);
     /// assert_eq!(ec.value(), 10);
     /// ```
+    #[inline]
     pub fn add(&mut self, delta: u64) {
         check_delta(delta);
         if delta == 0 {

@@ -160,6 +160,7 @@ impl<'d> EpochRecord<'d> {
     /// drop(g); // exit
     /// # Ok::<(), barrierd::Error>(())
     /// ```
+    #[inline]
     pub fn enter(&mut self) -> EpochGuard<'_> {
         let (active, global) = self.words();
         // SAFETY: the domain's epoch word lives as long as the domain, and is only ever
@@ -176,6 +177,7 @@ impl<'d> EpochRecord<'d> {
         }
     }
 
+    #[inline]
     fn words(&self) -> (&AtomicU64, *const AtomicU64) {
         // SAFETY: the record lives until unregistered (Drop); active is its first field, 8-byte
         // aligned, and only this thread writes it (the writers' scans read it).
@@ -215,12 +217,14 @@ pub struct EpochGuard<'r> {
 }
 
 impl EpochGuard<'_> {
+    #[inline]
     pub(crate) fn domain_id(&self) -> *const c_void {
         self.domain
     }
 }
 
 impl Drop for EpochGuard<'_> {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: the record outlives the guard ('r), and only this thread writes active.
         let active =

@@ -53,15 +53,28 @@ pub fn light() {
 /// at the first call (`$BARRIERD_STATE` or `/run/barrierd/state`), falling back as the
 /// library does: with `membarrier(MEMBARRIER_CMD_GLOBAL)` when no daemon is live, or when a
 /// barrier has not passed within 100 ms; when the file does not exist yet, the handle maps
-/// it once a call finds it.  When the handle cannot be opened at all (an untrusted file, no
-/// `/proc`), every call is `membarrier(MEMBARRIER_CMD_GLOBAL)`.
+/// it once a call finds it.
+///
+/// **Any error of the handle falls back too**: when `barrierd_barrier()` fails (a file that
+/// appears later but is not trusted, `EPROTO`, `ESTALE`, `EMFILE`, `ENOMEM`, a time-namespace
+/// move), the call takes `membarrier(MEMBARRIER_CMD_GLOBAL)` instead.  That is sound whatever
+/// the handle did: membarrier gives the guarantee from the moment it is called, which is
+/// after the caller's stores.  While there is no handle (its open failed: an untrusted file,
+/// no `/proc`; or another thread is opening it), every call is `membarrier(GLOBAL)`; a failed
+/// open is tried again at most once a second.
+///
+/// **Fork**: no call waits for another thread, so a `fork()` while a thread of the parent is
+/// opening the handle leaves the child nothing to wait for: the child opens its own.  A handle
+/// opened before the fork is the child's too (libbarrierd's fork handlers renew what the child
+/// needs; docs/CLIENT.md).
 ///
 /// **When even the fallback fails** (`membarrier` refused: `nohz_full` CPUs, seccomp, a
 /// kernel without it) there is no barrier to give, and `heavy()` **aborts the process** with
-/// a message naming both errors.  Returning would let the caller go on as if every CPU had
-/// serialised (free memory a reader still uses); a panic could be caught, and code unwinding
-/// from it (destructors, a `catch_unwind` caller) may rely on the barrier just the same.
-/// Callers that can handle the failure use [`try_heavy`].
+/// a message naming the errors (written as well as stderr allows: never a panic, even on a
+/// closed pipe).  Returning would let the caller go on as if every CPU had serialised (free
+/// memory a reader still uses); a panic could be caught, and code unwinding from it
+/// (destructors, a `catch_unwind` caller) may rely on the barrier just the same.  Callers
+/// that can handle the failure use [`try_heavy`].
 ///
 /// Under `cfg(miri)`, `fence(SeqCst)`.
 ///
@@ -71,16 +84,20 @@ pub fn light() {
 /// ```
 pub fn heavy() {
     #[cfg(not(miri))]
-    if let Err(e) = try_heavy() {
-        eprintln!("barrierd::fence::heavy: no barrier could be taken ({e}); aborting, since returning would claim one");
-        std::process::abort();
+    if let Err(f) = barrier() {
+        // Formatted inside abort_with, which survives a panic there and a closed stderr.
+        crate::abort::abort_with(format_args!(
+            "barrierd::fence::heavy: no barrier could be taken ({f}); aborting, since \
+             returning would claim one"
+        ));
     }
     #[cfg(miri)]
     fence(Ordering::SeqCst);
 }
 
-/// [`heavy`], returning the error instead of aborting: `Err` means no barrier was taken
-/// (barrierd's error if the handle could not fall back, else `membarrier`'s).
+/// [`heavy`], returning the error instead of aborting.  `Ok`: a barrier was taken, by the
+/// handle or by `membarrier(MEMBARRIER_CMD_GLOBAL)` after any error of the handle.  `Err`:
+/// no barrier was taken; the error is membarrier's (the fallback failed too).
 ///
 /// ```
 /// # drop(barrierd::__doc_open());
@@ -89,7 +106,7 @@ pub fn heavy() {
 /// ```
 pub fn try_heavy() -> crate::Result<()> {
     #[cfg(not(miri))]
-    return process_handle::barrier();
+    return barrier().map_err(|f| f.membarrier);
     #[cfg(miri)]
     {
         fence(Ordering::SeqCst);
@@ -97,33 +114,34 @@ pub fn try_heavy() -> crate::Result<()> {
     }
 }
 
+/// Why no barrier was taken: the handle's error (`None`: no handle for this call) and then
+/// the fallback's.
 #[cfg(not(miri))]
-mod process_handle {
-    use std::sync::atomic::{AtomicPtr, Ordering};
-    use std::sync::Once;
+struct Failure {
+    barrierd: Option<crate::Error>,
+    membarrier: crate::Error,
+}
 
-    use crate::{membarrier, Barrierd, OpenOptions, Result};
-
-    static OPEN: Once = Once::new();
-    /// The process's handle, opened once and never closed (fences may run until exit); null
-    /// when it could not be opened.
-    static HANDLE: AtomicPtr<Barrierd> = AtomicPtr::new(std::ptr::null_mut());
-
-    pub(super) fn barrier() -> Result<()> {
-        OPEN.call_once(|| {
-            let opened = OpenOptions::new()
-                .fallback_membarrier(true)
-                .attach_later(true)
-                .open();
-            if let Ok(b) = opened {
-                HANDLE.store(Box::into_raw(Box::new(b)), Ordering::Release);
-            }
-        });
-        let b = HANDLE.load(Ordering::Acquire);
-        if b.is_null() {
-            return membarrier::global();
+#[cfg(not(miri))]
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(e) = self.barrierd {
+            write!(f, "the handle: {e}; then ")?;
         }
-        // SAFETY: the handle was leaked, so it lives until the process exits.
-        unsafe { &*b }.barrier(None)
+        write!(f, "membarrier(GLOBAL): {}", self.membarrier)
     }
+}
+
+/// The handle's barrier, else `membarrier(GLOBAL)`.
+#[cfg(not(miri))]
+fn barrier() -> Result<(), Failure> {
+    let barrierd = match crate::process_handle::get().map(|b| b.barrier(None)) {
+        Some(Ok(())) => return Ok(()),
+        Some(Err(e)) => Some(e),
+        None => None,
+    };
+    crate::membarrier::global().map_err(|membarrier| Failure {
+        barrierd,
+        membarrier,
+    })
 }

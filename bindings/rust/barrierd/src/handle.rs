@@ -5,6 +5,7 @@ use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use barrierd_sys as sys;
@@ -42,13 +43,27 @@ impl Stamp {
 
 /// A vtime stamp from [`Barrierd::stamp_vtime`] (the daemon's counter instead of the clock).
 ///
+/// A vtime is a count of one state file, meaningless in another (whose count may be far
+/// ahead, and would pass it at once), so a stamp is for the handle that made it only: another
+/// handle's [`wait_vtime`](Barrierd::wait_vtime) refuses it (`InvalidArgument`), and its
+/// [`passed_vtime`](Barrierd::passed_vtime) says `false`.  (Clock stamps need no such tie:
+/// every handle converts them to the host's clock.)
+///
 /// ```
 /// # let b = barrierd::__doc_open();
 /// let v = b.stamp_vtime();
 /// println!("vtime {}", v.vtime());
+/// let other = barrierd::Barrierd::open()?; // even on the same file: another handle
+/// assert_eq!(other.wait_vtime(v, None), Err(barrierd::Error::InvalidArgument));
+/// assert!(!other.passed_vtime(v));
+/// # Ok::<(), barrierd::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct VtimeStamp(u64);
+pub struct VtimeStamp {
+    vtime: u64,
+    /// The `id` of the handle that made it.
+    handle: u64,
+}
 
 impl VtimeStamp {
     /// The published vtime the stamp read.
@@ -58,9 +73,13 @@ impl VtimeStamp {
     /// assert!(b.stamp_vtime().vtime() > 0);
     /// ```
     pub fn vtime(self) -> u64 {
-        self.0
+        self.vtime
     }
 }
+
+/// Numbers the handles of the process, for [`VtimeStamp`]: unlike an address, a number is
+/// never reused by a later handle (2^64 opens).
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// How to open a state file: `barrierd_open_opts()`'s options.
 ///
@@ -113,11 +132,24 @@ impl OpenOptions {
 
     /// Trust a file (and directories) owned by this uid besides root.
     ///
+    /// # Safety
+    ///
+    /// The uid must be as trustworthy as root, for the memory safety of this process: whoever
+    /// runs as it can write a file (or hand over slots) that makes every barrier pass at once.
+    /// A barrier that returns early lets [`EpochDomain`](crate::EpochDomain),
+    /// [`HpDomain`](crate::HpDomain) and [`ReclaimCell`](crate::ReclaimCell) free memory a
+    /// reader still uses, and [`fence::heavy`](crate::fence::heavy) callers do the same by
+    /// hand: a use after free in safe code.  Hence `unsafe`: a safe call must not hand the
+    /// soundness of safe code to another user (root is trusted as the kernel is).  Pass only
+    /// a uid whose processes are as trusted as this program (a dedicated service account,
+    /// this program's own uid).
+    ///
     /// ```
-    /// let o = barrierd::OpenOptions::new().trusted_uid(1000);
+    /// // SAFETY: uid 1000 runs the daemon and is trusted as root is.
+    /// let o = unsafe { barrierd::OpenOptions::new().trusted_uid(1000) };
     /// # let _ = o;
     /// ```
-    pub fn trusted_uid(mut self, uid: u32) -> OpenOptions {
+    pub unsafe fn trusted_uid(mut self, uid: u32) -> OpenOptions {
         self.opts.trusted_uid = Some(uid);
         self
     }
@@ -238,6 +270,8 @@ fn c_path(p: &Path) -> Result<CString> {
 #[derive(Debug)]
 pub struct Barrierd {
     raw: NonNull<sys::barrierd>,
+    /// This handle's number among the process's ([`NEXT_ID`]).
+    id: u64,
 }
 
 // SAFETY: see "Threads" above: every function but barrierd_close() is thread-safe on one
@@ -282,7 +316,10 @@ impl Barrierd {
 
     fn from_raw(raw: *mut sys::barrierd) -> Result<Barrierd> {
         NonNull::new(raw)
-            .map(|raw| Barrierd { raw })
+            .map(|raw| Barrierd {
+                raw,
+                id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            })
             .ok_or(Error::OutOfMemory)
     }
 
@@ -394,11 +431,14 @@ impl Barrierd {
     /// # Ok::<(), barrierd::Error>(())
     /// ```
     pub fn stamp_vtime(&self) -> VtimeStamp {
-        // SAFETY: the handle is open.
-        VtimeStamp(unsafe { sys::barrierd_stamp_vtime(self.as_raw()) })
+        VtimeStamp {
+            // SAFETY: the handle is open.
+            vtime: unsafe { sys::barrierd_stamp_vtime(self.as_raw()) },
+            handle: self.id,
+        }
     }
 
-    /// [`passed`](Self::passed) for a vtime stamp.
+    /// [`passed`](Self::passed) for a vtime stamp; `false` for another handle's.
     ///
     /// ```
     /// # let b = barrierd::__doc_open();
@@ -409,10 +449,11 @@ impl Barrierd {
     /// ```
     pub fn passed_vtime(&self, stamp: VtimeStamp) -> bool {
         // SAFETY: the handle is open.
-        unsafe { sys::barrierd_passed_vtime(self.as_raw(), stamp.0) }
+        stamp.handle == self.id && unsafe { sys::barrierd_passed_vtime(self.as_raw(), stamp.vtime) }
     }
 
-    /// [`wait`](Self::wait) for a vtime stamp.
+    /// [`wait`](Self::wait) for a vtime stamp; `InvalidArgument` for another handle's
+    /// ([`VtimeStamp`]).
     ///
     /// ```
     /// # let b = barrierd::__doc_open();
@@ -420,9 +461,12 @@ impl Barrierd {
     /// # Ok::<(), barrierd::Error>(())
     /// ```
     pub fn wait_vtime(&self, stamp: VtimeStamp, timeout: Option<Duration>) -> Result<()> {
+        if stamp.handle != self.id {
+            return Err(Error::InvalidArgument);
+        }
         // SAFETY: the handle is open; the call is thread-safe.
         Error::check(unsafe {
-            sys::barrierd_wait_vtime(self.as_raw(), stamp.0, timeout_ns(timeout))
+            sys::barrierd_wait_vtime(self.as_raw(), stamp.vtime, timeout_ns(timeout))
         })
     }
 

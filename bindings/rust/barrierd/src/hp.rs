@@ -138,6 +138,7 @@ impl<'d> HpRecord<'d> {
         sys::BARRIERD_HP_SLOTS - self.used.get().count_ones() as usize
     }
 
+    #[inline]
     pub(crate) fn domain_id(&self) -> *const c_void {
         self.domain.as_ptr() as *const c_void
     }
@@ -146,6 +147,7 @@ impl<'d> HpRecord<'d> {
     /// stores and loads, a compiler fence between: the writer's barrier before its scan
     /// stands in for the store-load fence).  `None` when every slot is held (or `src` is
     /// null).
+    #[inline]
     pub(crate) fn protect<T>(&self, src: &AtomicPtr<T>) -> Option<(usize, NonNull<T>)> {
         let used = self.used.get();
         let slot = (0..sys::BARRIERD_HP_SLOTS).find(|s| used & (1 << s) == 0)?;
@@ -172,12 +174,14 @@ impl<'d> HpRecord<'d> {
         }
     }
 
+    #[inline]
     fn slot(&self, slot: usize) -> &AtomicPtr<c_void> {
         // SAFETY: the record lives until unregistered (Drop); the slots are pointer-aligned
         // words that only this thread writes (the writers' scans read them).
         unsafe { &*(ptr::addr_of!((*self.raw.as_ptr()).hp[slot]) as *const AtomicPtr<c_void>) }
     }
 
+    #[inline]
     pub(crate) fn clear(&self, slot: usize) {
         self.slot(slot).store(ptr::null_mut(), Ordering::Release);
         self.used.set(self.used.get() & !(1 << slot));
@@ -208,6 +212,7 @@ pub struct HpGuard<'g, T> {
 }
 
 impl<'g, T> HpGuard<'g, T> {
+    #[inline]
     pub(crate) fn new(record: &'g HpRecord<'g>, slot: usize, ptr: NonNull<T>) -> Self {
         HpGuard { record, slot, ptr }
     }
@@ -215,6 +220,7 @@ impl<'g, T> HpGuard<'g, T> {
 
 impl<T> std::ops::Deref for HpGuard<'_, T> {
     type Target = T;
+    #[inline]
     fn deref(&self) -> &T {
         // SAFETY: the slot holds ptr since a validated protect, so no scan frees it until the
         // guard clears the slot.
@@ -223,6 +229,7 @@ impl<T> std::ops::Deref for HpGuard<'_, T> {
 }
 
 impl<T> Drop for HpGuard<'_, T> {
+    #[inline]
     fn drop(&mut self) {
         self.record.clear(self.slot);
     }

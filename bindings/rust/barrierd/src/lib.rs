@@ -29,6 +29,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod abort;
 mod cell;
 mod cpuset;
 mod domain;
@@ -39,6 +40,8 @@ pub mod fence;
 mod handle;
 mod hp;
 pub mod membarrier;
+#[cfg(not(miri))]
+mod process_handle;
 mod retire;
 mod timeout;
 

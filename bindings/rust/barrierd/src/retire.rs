@@ -3,8 +3,8 @@
 //! whichever writer reclaims the batch.
 
 use std::os::raw::c_void;
-use std::process;
 
+use crate::abort::or_abort;
 use crate::{Domain, Error};
 
 /// Retire `obj` into `domain`: it is dropped once no reader can hold it.  On an error the
@@ -25,11 +25,9 @@ pub(crate) fn retire_box<D: Domain + ?Sized, T: Send + 'static>(
 }
 
 /// The free function: drops the `Box<T>`.  It runs inside the library, so a panic in `T`'s
-/// `Drop` must not unwind through C: the process aborts instead.
+/// `Drop` must not unwind through C: the process aborts instead (`or_abort` neither drops the
+/// panic's payload nor prints with `eprintln!`, either of which could panic again).
 unsafe extern "C" fn drop_box<T>(ptr: *mut c_void) {
     let obj = Box::from_raw(ptr as *mut T);
-    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(obj))).is_err() {
-        eprintln!("barrierd: a retired object's Drop panicked inside a reclaim; aborting");
-        process::abort();
-    }
+    or_abort("a retired object's Drop", move || drop(obj));
 }

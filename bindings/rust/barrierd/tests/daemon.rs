@@ -3,7 +3,9 @@
 //! starts one on a temporary path).  Without a live daemon each test says so and passes,
 //! unless `BARRIERD_REQUIRE_BPF=1` makes that a failure.
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -12,6 +14,8 @@ use barrierd::{
     Barrierd, CpuSet, Domain, EpochDomain, Error, EventCount, HpDomain, OpenOptions, ReclaimCell,
     SpEventCount,
 };
+
+const SIGABRT: i32 = 6;
 
 const HANG_GUARD: Option<Duration> = Some(Duration::from_secs(10));
 
@@ -50,6 +54,20 @@ fn barrier_stamp_wait_and_passed() {
     b.wait_vtime(v, HANG_GUARD).unwrap();
     assert!(b.passed_vtime(v));
     assert!(b.direct(), "the test daemon hands out its slots");
+}
+
+#[test]
+fn a_vtime_stamp_is_for_its_own_handle() {
+    let b = match daemon() {
+        Some(b) => b,
+        None => return,
+    };
+    let other = Barrierd::open().unwrap(); // the same file: still another handle
+    let v = other.stamp_vtime();
+    other.wait_vtime(v, HANG_GUARD).unwrap();
+    assert!(other.passed_vtime(v));
+    assert_eq!(b.wait_vtime(v, HANG_GUARD), Err(Error::InvalidArgument));
+    assert!(!b.passed_vtime(v));
 }
 
 #[test]
@@ -352,4 +370,123 @@ fn heavy_fence_orders_an_asymmetric_dekker() {
             "round {round}: both missed"
         );
     }
+}
+
+/// This test binary again, on the test `name` alone: for a test that needs a process of its
+/// own (the environment tells the child what to do).
+fn rerun(name: &str) -> Command {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.args(["--exact", name, "--nocapture"]);
+    c
+}
+
+/// Set in the child process of `try_heavy_falls_back_when_the_handle_fails`.
+const HEAVY_CHILD: &str = "BARRIERD_TEST_HEAVY_CHILD";
+
+/// heavy()'s handle is the process's own, so this runs in a child (this test binary, on this
+/// test alone) whose `$BARRIERD_STATE` names a missing file: the handle opens attach-later,
+/// then the file appears untrusted (mode 0666) and the handle's barriers fail with
+/// `PermissionDenied`.  `try_heavy()` must still give a barrier, by `membarrier(GLOBAL)`.
+#[test]
+fn try_heavy_falls_back_when_the_handle_fails() {
+    if let Some(path) = std::env::var_os(HEAVY_CHILD) {
+        return heavy_child(Path::new(&path));
+    }
+    if let Err(e) = barrierd::membarrier::global() {
+        eprintln!("SKIP: membarrier(GLOBAL) is not available here ({e}): nothing to fall back to");
+        return;
+    }
+    let path = scratch("heavy-untrusted");
+    let _ = std::fs::remove_file(&path);
+    let out = rerun("try_heavy_falls_back_when_the_handle_fails")
+        .env(HEAVY_CHILD, &path)
+        .env("BARRIERD_STATE", &path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the child failed: {stderr}");
+    assert!(
+        stderr.contains("heavy fell back"),
+        "the child ran no test: {stderr}"
+    );
+}
+
+fn heavy_child(path: &Path) {
+    // The first call opens the process's handle on the missing file; its fallback serves it.
+    barrierd::fence::try_heavy().unwrap();
+    // A handle like it, to show that the file that appears makes such a handle fail.
+    let witness = OpenOptions::new()
+        .path(path)
+        .attach_later(true)
+        .fallback_membarrier(true)
+        .open()
+        .unwrap();
+    std::fs::write(path, [0u8; 4096]).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666)).unwrap();
+    // The library looks for the file at most every 10 ms per handle: past that, each call
+    // below attaches and is refused.
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(witness.barrier(HANG_GUARD), Err(Error::PermissionDenied));
+        barrierd::fence::try_heavy().expect("membarrier(GLOBAL) after the handle's error");
+        barrierd::fence::heavy(); // and no abort
+    }
+    eprintln!("heavy fell back");
+}
+
+/// Set in the child processes of `a_panicking_drop_in_a_reclaim_aborts`.
+const DROP_CHILD: &str = "BARRIERD_TEST_DROP_CHILD";
+
+/// A panic payload whose own `Drop` panics: dropping it inside the free function would unwind
+/// into the library.
+struct PanickingPayload;
+
+impl Drop for PanickingPayload {
+    fn drop(&mut self) {
+        panic!("the payload's drop");
+    }
+}
+
+/// Retired into a domain: its `Drop` panics with a [`PanickingPayload`].
+struct PanicsOnDrop;
+
+impl Drop for PanicsOnDrop {
+    fn drop(&mut self) {
+        std::panic::panic_any(PanickingPayload);
+    }
+}
+
+/// A retired object's `Drop` that panics (with a payload that panics when dropped) inside the
+/// library's reclaim must abort the process, not unwind through C: with stderr a pipe, and
+/// with stderr a closed pipe (where `eprintln!` would panic).
+#[test]
+fn a_panicking_drop_in_a_reclaim_aborts() {
+    if std::env::var_os(DROP_CHILD).is_some() {
+        let domain = EpochDomain::with_membarrier(0).unwrap();
+        domain
+            .retire(Box::new(PanicsOnDrop))
+            .map_err(|(e, _)| e)
+            .unwrap();
+        let _ = domain.reclaim(); // never returns
+        unreachable!("the reclaim returned");
+    }
+    let child = || {
+        let mut c = rerun("a_panicking_drop_in_a_reclaim_aborts");
+        c.env(DROP_CHILD, "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        c
+    };
+    let out = child().output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.signal(), Some(SIGABRT), "{stderr}");
+    assert!(
+        stderr.contains("Drop panicked inside libbarrierd; aborting"),
+        "{stderr}"
+    );
+    // The same with nobody reading stderr: still an abort.
+    let mut c = child().spawn().unwrap();
+    drop(c.stderr.take());
+    let status = c.wait().unwrap();
+    assert_eq!(status.signal(), Some(SIGABRT));
 }
