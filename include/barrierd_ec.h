@@ -36,7 +36,11 @@ struct barrierd_ec {
 	uint32_t reserved;
 };
 
-/* Set the value (no waiter may use it yet).  0, or -EINVAL (unknown flags, value >= 2^63). */
+/*
+ * Set the value (no waiter may use it yet).  0, or -EINVAL (unknown flags, value >= 2^63).
+ * The value is modulo 2^63 (two adds of 2^62 wrap it): a waiter's expected value must not be
+ * lapped between its read and its wait, or the wait sees no move.
+ */
 int barrierd_ec_init(struct barrierd_ec *ec, uint64_t value, unsigned flags);
 
 /* The current value (63 bits). */
