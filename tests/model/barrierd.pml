@@ -110,6 +110,7 @@ bool nudge[2];   /* a nudge thread's futex word, bumped and woken */
 bool evon = 1;   /* the evidence programs are attached */
 byte wh = 9, fw = 9; /* what the slow path read of H, the fast path of W */
 byte maxvt;      /* the highest header.vtime any daemon run published (rule 9) */
+bool restarting; /* the next run has begun its reset */
 
 /* A thread's step: its CPU runs it and is not in the kernel. */
 #define ON(t) (cur[tcpu[t]] == (t) && !kern[tcpu[t]])
@@ -259,7 +260,9 @@ inline credit_snapshot()
 #elif defined(WANT_VT)
 	TCLOCK(T_DAEMON, r);
 	TLD(T_DAEMON, L_F_VT, v);
+#ifndef M_NO_CREDIT_FENCE
 	TFENCE(T_DAEMON);
+#endif
 #else
 	/* r read as the MFENCE completes: the latest moment r may be read, still before the loads */
 	atomic { ON(T_DAEMON) && sbn[tcpu[T_DAEMON]] == 0 -> CLK_ADV; r = clk };
@@ -397,6 +400,7 @@ inline stop()
  */
 inline restart()
 {
+	restarting = 1;
 #ifdef M_VT_RESTART_LOW
 	vt = 1;
 #else
@@ -473,6 +477,18 @@ proctype Foreign()
 }
 #endif
 
+#ifdef CFG_RESTART
+/*
+ * The original barrierd takes the stopped file over and writes its vtime word, before our
+ * next start resets the file (a write after that start is rule 10's window, which the running
+ * daemon's check closes; not modelled here).
+ */
+proctype ForeignVT()
+{
+	atomic { mem[L_FLAGS] == F_STOPPED && !restarting -> mem[L_G_VT] = FOREIGN }
+}
+#endif
+
 #ifdef CFG_DIRECT
 /* The daemon exits: its evidence programs go, switch_stamps goes to 0; links clients hold stay. */
 proctype Retire()
@@ -503,6 +519,9 @@ proctype Waiter()
 {
 	byte T, g, h, s, f0, f1, gen0, gen1, r, i, self, ok, _k;
 
+#ifdef M_SELF_BEFORE_STAMP
+	d_step { ON(T_WAITER) -> self = tcpu[T_WAITER] }; /* the CPU read before the stamp */
+#endif
 	TST(T_WAITER, L_W, 1);
 	/* [C1] the stamp (rule 5): MFENCE; LFENCE; then the clock (or, vtime, a load). */
 #ifndef M_NO_STAMP_FENCE
@@ -530,7 +549,12 @@ proctype Waiter()
 		TLD(T_WAITER, L_FLAGS, f1);
 		d_step {
 			ON(T_WAITER) -> LDX(tcpu[T_WAITER], L_STOP_NS, s);
-			ok = (f0 == F_STOPPED && f1 == F_STOPPED && PASSED(MIN(g, s), T));
+			/*
+			 * The cap applies whenever the two reads of the flags do not both say RUNNING;
+			 * a pass while RUNNING is the window rule 10 accepts (a foreign write before the
+			 * daemon's next check), so the waiter here takes only capped passes.
+			 */
+			ok = (!(f0 == F_RUNNING && f1 == F_RUNNING) && PASSED(MIN(g, s), T));
 			f0 = 0; f1 = 0; g = 0; s = 0
 		};
 		if
@@ -546,7 +570,13 @@ proctype Waiter()
 		TLD(T_WAITER, L_FLAGS, f1);
 		d_step {
 			ON(T_WAITER) -> LDX(tcpu[T_WAITER], L_GEN, gen1);
+#if defined(M_NO_SEQ)
+			ok = PASSED(g, T); /* the value alone: no flags, no generation around it */
+#elif defined(M_NO_GEN)
+			ok = (f0 == F_RUNNING && f1 == F_RUNNING && PASSED(g, T)); /* flags only */
+#else
 			ok = (f0 == F_RUNNING && f1 == F_RUNNING && gen0 == gen1 && PASSED(g, T));
+#endif
 			f0 = 0; f1 = 0; g = 0; gen0 = 0; gen1 = 0
 		};
 		if
@@ -560,10 +590,18 @@ proctype Waiter()
 	 * per CPU the stamp, the idle word, ourselves.
 	 */
 	:: TCLOCK(T_WAITER, r);
+#ifdef M_SELF_BEFORE_STAMP
+		d_step { ON(T_WAITER) -> ok = 0 };
+#else
 		d_step { ON(T_WAITER) -> self = tcpu[T_WAITER]; ok = 0 };
+#endif
 		direct_cpu(0);
 		direct_cpu(1);
+#ifdef M_SELF_BEFORE_STAMP
+		d_step { ok = (ok == 2); r = 0; s = 0; i = 0 };
+#else
 		d_step { ok = (ok == 2); r = 0; self = 0; s = 0; i = 0 };
+#endif
 		if
 		:: ok -> break
 		:: else -> skip
@@ -800,6 +838,9 @@ init
 #endif
 #ifdef CFG_STOP
 		run Foreign();
+#endif
+#ifdef CFG_RESTART
+		run ForeignVT();
 #endif
 	}
 }
