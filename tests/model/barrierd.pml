@@ -123,10 +123,6 @@ bool restarting; /* the next run has begun its reset */
 #define KST(c, a, v) d_step { sbn[c] < SBSZ -> PUSH(c, a, v) }
 
 /*
- * [S1] stamp_slot() (bpf/slot_logic.h; DESIGN rules 1, 4): load .bss vtime, read the clock,
- * exchange the stamp (locked, the clock value as operand), store the slot vtime.
- */
-/*
  * The clock read and the locked exchange as one step: the reading as late as it can be, which
  * only makes the stamp larger, and a larger stamp passes every barrier a smaller one does.
  */
@@ -134,6 +130,10 @@ bool restarting; /* the next run has begun its reset */
 	CLK_ADV;                                                                               \
 	mem[L_STAMP0 + c] = clk
 
+/*
+ * [S1] stamp_slot() (bpf/slot_logic.h; DESIGN rules 1, 4): load .bss vtime, read the clock,
+ * exchange the stamp (locked, the clock value as operand), store the slot vtime.
+ */
 inline stamp_slot(c)
 {
 #ifdef WANT_VT
@@ -194,7 +194,7 @@ inline pick(c)
 /* CPU c's kernel: interrupts, context switches, nudges. */
 proctype Cpu(byte c)
 {
-	byte vt, prev, nxt, sws, back, _k;
+	byte vt, nxt, sws, back, _k;
 	byte ev = (c == 0 -> NEV0 : NEV1), sw = (c == 0 -> NSW0 : NSW1);
 
 end:
@@ -250,8 +250,8 @@ proctype Fast()
 #endif
 
 /*
- * [S4] the credit snapshot (credit_snapshot(); rules 2, 3, 7): clock r, LFENCE, vtime v,
- * MFENCE, then the idle loads.
+ * [S4] the credit snapshot (credit_snapshot(); rules 2 and 7, rule 3's online mask is not
+ * modelled): clock r, LFENCE, vtime v, MFENCE, then the idle loads.
  */
 inline credit_snapshot()
 {
@@ -521,6 +521,11 @@ proctype Waiter()
 
 #ifdef M_SELF_BEFORE_STAMP
 	d_step { ON(T_WAITER) -> self = tcpu[T_WAITER] }; /* the CPU read before the stamp */
+#define SELF_AFTER_R skip
+#define SELF_CLEAR skip
+#else
+#define SELF_AFTER_R self = tcpu[T_WAITER] /* sched_getcpu(), after r */
+#define SELF_CLEAR self = 0
 #endif
 	TST(T_WAITER, L_W, 1);
 	/* [C1] the stamp (rule 5): MFENCE; LFENCE; then the clock (or, vtime, a load). */
@@ -543,7 +548,7 @@ proctype Waiter()
 		fi
 #endif
 #ifdef CFG_STOP
-	/* [C3] the library's stop rule (rule 10): stopped, no global time above the snapshot */
+	/* [C3] the library's stop rule (rule 10): not running, no global time above the snapshot */
 	:: TLD(T_WAITER, L_FLAGS, f0);
 		TLD(T_WAITER, L_G_NS, g);
 		TLD(T_WAITER, L_FLAGS, f1);
@@ -590,18 +595,10 @@ proctype Waiter()
 	 * per CPU the stamp, the idle word, ourselves.
 	 */
 	:: TCLOCK(T_WAITER, r);
-#ifdef M_SELF_BEFORE_STAMP
-		d_step { ON(T_WAITER) -> ok = 0 };
-#else
-		d_step { ON(T_WAITER) -> self = tcpu[T_WAITER]; ok = 0 };
-#endif
+		d_step { ON(T_WAITER) -> SELF_AFTER_R; ok = 0 };
 		direct_cpu(0);
 		direct_cpu(1);
-#ifdef M_SELF_BEFORE_STAMP
-		d_step { ok = (ok == 2); r = 0; s = 0; i = 0 };
-#else
-		d_step { ok = (ok == 2); r = 0; self = 0; s = 0; i = 0 };
-#endif
+		d_step { ok = (ok == 2); r = 0; SELF_CLEAR; s = 0; i = 0 };
 		if
 		:: ok -> break
 		:: else -> skip
