@@ -16,11 +16,9 @@ shift 5
 case $expect in pass | fail) ;; *) echo "run_model.sh: expect pass or fail, not '$expect'" >&2; exit 64 ;; esac
 case $kind in safety | liveness) ;; *) echo "run_model.sh: safety or liveness, not '$kind'" >&2; exit 64 ;; esac
 
-skip() {
-	echo "SKIP: $*"
-	[ "${BARRIERD_REQUIRE_BPF:-0}" = 1 ] && { echo "FAIL: BARRIERD_REQUIRE_BPF=1 and $*"; exit 1; }
-	exit 77
-}
+# skip MESSAGE: exit 77, or 1 under BARRIERD_REQUIRE_BPF=1 (the tests' shared helpers).
+# shellcheck source=../../samples/daemon_lib.sh
+. "$(dirname "$0")/../../samples/daemon_lib.sh"
 command -v spin >/dev/null 2>&1 || skip "no spin (scripts/deps.sh --test installs it)"
 cc=${CC:-cc}
 command -v "$cc" >/dev/null 2>&1 || skip "no C compiler ($cc)"
