@@ -30,6 +30,7 @@
 /* Without futex_waitv, after not ringing because the daemon was armed (see sleep_on). */
 #define ARMED_SLICE_NS (1000000LL)
 #define RERING_WINDOW_NS (200 * 1000LL) /* how long to keep re-ringing (bounded spin) */
+#define REPEAT_RING_NS (20 * 1000000LL) /* ring again though the horizon covers (wait_common) */
 #define WAITV_MAX 128			/* the kernel's FUTEX_WAITV_MAX */
 
 /*
@@ -117,8 +118,9 @@ static int passed(const struct barrierd *b, const struct target *t)
 }
 
 enum ring_decision {
-	NO_RING,       /* no doorbell, nothing lagging, or the horizon covers every busy CPU */
-	NO_RING_ARMED, /* not rung only because the daemon is armed and every lagging CPU busy */
+	NO_RING,	 /* no doorbell, or nothing lagging */
+	NO_RING_ARMED,	 /* not rung only because the daemon is armed and every lagging CPU busy */
+	NO_RING_HORIZON, /* not rung only because the horizon covers the stamp, lagging CPUs busy */
 	RING,
 };
 
@@ -159,7 +161,7 @@ static enum ring_decision need_ring(const struct barrierd *b, const struct targe
 	if (flags & BARRIERD_FLAG_ARMED)
 		return NO_RING_ARMED;
 	if (t->kind != T_VTIME && t->value <= bd_load(&x->horizon_ns))
-		return NO_RING;
+		return NO_RING_HORIZON;
 	return RING;
 }
 
@@ -370,7 +372,7 @@ static int ns_check(struct barrierd *b, const struct target *t, bool *checked)
 /* fresh: the stamp was just taken by barrierd_barrier(), which then pays for a move check. */
 static int wait_common(struct barrierd *b, const struct target *t, int64_t timeout_ns, bool fresh)
 {
-	uint64_t start, deadline, fb_deadline, stale_end = 0;
+	uint64_t start, deadline, fb_deadline, rang_at, stale_end = 0;
 	bool ns_checked = false;
 
 	/* First use after a fork: learn this process's offset (or retire), before any check. */
@@ -403,6 +405,7 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 		return -EPROTO; /* our time namespace's offset cannot be known */
 
 	start = host_now(b);
+	rang_at = start;
 	deadline = timeout_ns >= 0 ? start + (uint64_t)timeout_ns : UINT64_MAX;
 	fb_deadline = b->fallback == BARRIERD_FALLBACK_MEMBARRIER
 			  ? start + (uint64_t)b->fallback_after_ns
@@ -485,6 +488,18 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 		 */
 		flags = bd_load(&b->hdr->flags);
 		ring_it = need_ring(b, t, flags);
+		/*
+		 * The horizon covers the stamp: the daemon's looks nudge the CPUs that lag it
+		 * (DESIGN §4.5), but only while it counts a sleeper for them, and for 15 ms at
+		 * most while it counts none yet.  A wait slower than that from the ring to its
+		 * sleep (preempted, a slow machine, the first wait after a restart fetching the
+		 * slots) would go unserved on a tickless CPU until its deadline.  So ring again,
+		 * at most every REPEAT_RING_NS: a new horizon, with looks of its own.
+		 */
+		if (ring_it == NO_RING_HORIZON && now - rang_at >= (uint64_t)REPEAT_RING_NS)
+			ring_it = RING;
+		if (ring_it == RING)
+			rang_at = now;
 		if (ring_it == RING && !ring(b, t))
 			slice = LOST_RING_SLICE_NS;
 		/*

@@ -43,7 +43,14 @@ run() {
 	*:77) [ "$require_bpf" = 1 ] && verdict=failed || verdict=skipped ;;
 	*) verdict=failed ;;
 	esac
-	[ "$verdict" = failed ] && failed=1
+	if [ "$verdict" = failed ]; then
+		failed=1
+		# The daemon's log lives in the guest's overlay, gone with the guest: keep a copy
+		# beside the test's own.
+		sed -n 's/.*daemon log kept in //p' "$out/$name.log" | head -n 1 | while read -r d; do
+			cp "$d" "$out/$name.daemon.log" 2>/dev/null || true
+		done
+	fi
 	echo "$name status=$st time=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')s expect=$expect verdict=$verdict" >>"$out/results"
 }
 

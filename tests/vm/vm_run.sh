@@ -166,6 +166,10 @@ if [ "$status" != 0 ]; then
 	awk '$NF != "verdict=ok" { print $1 }' "$out/results" 2>/dev/null | while read -r t; do
 		echo "---- $t.log (tail)"
 		tail -n 30 "$out/$t.log" 2>/dev/null || true
+		if [ -e "$out/$t.daemon.log" ]; then
+			echo "---- $t.daemon.log (tail)"
+			tail -n 30 "$out/$t.daemon.log"
+		fi
 	done
 	echo "vm_run.sh: $name: guest script exited with $status" >&2
 	[ "$status" = 77 ] && skip_or_fail "the guest skipped"
