@@ -218,8 +218,12 @@ static enum ec_settle ec_settle(const struct ec_wait *w, uint64_t cas_ns, int *r
 
 	for (;;) {
 		uint64_t now, end;
+		uint32_t snap = 0;
 
 		if (daemon && t) {
+			/* The global word before the check: a publication after it fails the sleep.
+			 */
+			snap = bd_load_low(&b->hdr->last_interrupt_ns);
 			if (barrierd_passed(b, t))
 				return EC_SETTLED;
 			daemon = barrierd_live(b);
@@ -243,7 +247,17 @@ static enum ec_settle ec_settle(const struct ec_wait *w, uint64_t cas_ns, int *r
 		end = daemon ? now + slice : cas_ns + EC_CONSERVATIVE_NS;
 		if (end > w->deadline)
 			end = w->deadline;
-		ec_sleep(w->ec, w->armed, end - now);
+		/*
+		 * The daemon nudges a tickless CPU only for someone it counts asleep on the global
+		 * word (DESIGN §4.5): asleep on the word alone, this wait would never be served
+		 * there.  So on both, with futex_waitv; its own way without (then such a CPU is
+		 * served by its own events only).
+		 */
+		if (!daemon || !t ||
+		    !bd_sleep_counted(b, (const uint32_t *)&w->ec->word, (uint32_t)w->armed,
+				      w->ec->flags & BARRIERD_EC_SHARED, snap,
+				      (int64_t)(end - now)))
+			ec_sleep(w->ec, w->armed, end - now);
 		if (ec_done(w, bd_mono_ns(), ret))
 			return EC_ENDED;
 		if (bd_load(&w->ec->word) != w->armed)

@@ -208,6 +208,16 @@ void bd_ext_refresh(struct barrierd *b);
 /* Doorbell: one FUTEX_WAKE; returns how many daemon threads heard it, or -errno. */
 int bd_ring(const struct barrierd *b);
 
+/*
+ * A sleep of another primitive's (lib/ec.c) on its own 32-bit word, expecting val, that the
+ * daemon also counts as a library waiter's for every CPU: queued as well on the global ns word
+ * (expecting snap_global, its low half loaded before the caller's last check) and on the
+ * doorbell's mark (lib/wait.c).  At most slice_ns.  1 when it slept (or a word differed), 0
+ * when futex_waitv could not be used: the caller sleeps its own way then.
+ */
+int bd_sleep_counted(const struct barrierd *b, const uint32_t *word, uint32_t val, bool shared,
+		     uint32_t snap_global, int64_t slice_ns);
+
 /* Is a daemon publishing?  (running flag, not stopped, heartbeat fresh) */
 int bd_live(const struct barrierd *b, uint64_t now_host);
 

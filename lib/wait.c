@@ -23,6 +23,9 @@
 #ifndef FUTEX2_SIZE_U32
 #define FUTEX2_SIZE_U32 0x02
 #endif
+#ifndef FUTEX2_PRIVATE
+#define FUTEX2_PRIVATE 128 /* FUTEX_PRIVATE_FLAG */
+#endif
 
 #define SLICE_NS (10 * 1000000LL)	/* longest sleep between liveness re-checks */
 #define LOST_RING_SLICE_NS (1000000LL)	/* sleep after a ring nobody heard */
@@ -30,7 +33,7 @@
 /* Without futex_waitv, after not ringing because the daemon was armed (see sleep_on). */
 #define ARMED_SLICE_NS (1000000LL)
 #define RERING_WINDOW_NS (200 * 1000LL) /* how long to keep re-ringing (bounded spin) */
-#define REPEAT_RING_NS (20 * 1000000LL) /* ring again though the horizon covers (wait_common) */
+#define REPEAT_RING_NS (20 * 1000000LL) /* ring again though the horizon covers (repeat_ring) */
 #define WAITV_MAX 128			/* the kernel's FUTEX_WAITV_MAX */
 
 /*
@@ -65,12 +68,8 @@ static inline const uint64_t *global_word(const struct barrierd *b, const struct
 	return t->kind == T_VTIME ? &b->hdr->last_interrupt_vtime : &b->hdr->last_interrupt_ns;
 }
 
-/*
- * Does a nudge thread of the daemon serve every CPU this wait still lags on (ABI 1.2's per-CPU
- * flags)?  Then the daemon can serve the wait whatever membarrier says.  False without the
- * flags, or if they do not lie inside our mapping.
- */
-static bool lagging_all_nudged(const struct barrierd *b, const struct target *t)
+/* ABI 1.2's per-CPU flags, or NULL without them or if they do not lie inside our mapping. */
+static const uint64_t *cpu_flags(const struct barrierd *b)
 {
 	const struct barrierd_ext *x = bd_ext(b);
 	const uint8_t *base = b->map2 ? b->map2 : (const void *)b->hdr;
@@ -78,16 +77,43 @@ static bool lagging_all_nudged(const struct barrierd *b, const struct target *t)
 	const uint64_t *flags;
 
 	if (!x || !(bd_load(&b->hdr->flags) & BARRIERD_FEAT_CPU_FLAGS))
-		return false;
+		return NULL;
 	flags = (const uint64_t *)((const uint8_t *)x + sizeof(*x) +
 				   b->ncpu * sizeof(struct barrierd_ext_cpu));
 	if ((const uint8_t *)(flags + b->ncpu) > base + size)
-		return false;
+		return NULL;
+	return flags;
+}
+
+/*
+ * How many CPUs this wait still lags on have a nudge thread of the daemon, and how many lag
+ * (both 0 without the flags).
+ */
+static uint64_t lagging_nudged(const struct barrierd *b, const struct target *t, uint64_t *lagging)
+{
+	const uint64_t *flags = cpu_flags(b);
+	uint64_t n = 0;
+
+	*lagging = 0;
+	if (!flags)
+		return 0;
 	for (uint64_t c = 0; c < b->ncpu; c++)
-		if (in_set(t, c) && bd_load(cpu_word(b, t, c)) <= t->value &&
-		    !(bd_load(&flags[c]) & BARRIERD_CPUF_NUDGE))
-			return false;
-	return true;
+		if (in_set(t, c) && bd_load(cpu_word(b, t, c)) <= t->value) {
+			++*lagging;
+			n += (bd_load(&flags[c]) & BARRIERD_CPUF_NUDGE) != 0;
+		}
+	return n;
+}
+
+/*
+ * Does a nudge thread of the daemon serve every CPU this wait still lags on?  Then the daemon
+ * can serve the wait whatever membarrier says.  False without the flags.
+ */
+static bool lagging_all_nudged(const struct barrierd *b, const struct target *t)
+{
+	uint64_t lagging, nudged = lagging_nudged(b, t, &lagging);
+
+	return cpu_flags(b) && nudged == lagging;
 }
 
 static int passed(const struct barrierd *b, const struct target *t)
@@ -168,6 +194,26 @@ static enum ring_decision need_ring(const struct barrierd *b, const struct targe
 static uint64_t host_now(const struct barrierd *b)
 {
 	return bd_clock_raw() - (uint64_t)bd_timens_current(b);
+}
+
+/*
+ * NO_RING_HORIZON: ring all the same?  The daemon's looks nudge the CPUs that lag a horizon
+ * only while it counts a sleeper for them, and for 15 ms at most while it counts none yet
+ * (DESIGN §4.5): a wait slower than that from a ring to its sleep would go unserved on a
+ * tickless CPU until its deadline.  So ring once no ring has raised the horizon for
+ * REPEAT_RING_NS, ours (rang_at: the last one heard, or the wait's start) or anyone's: a newer
+ * horizon's looks count us, asleep by then, so waiters together ring about once per
+ * REPEAT_RING_NS.  And only when a lagging CPU has a nudge thread: nothing else a ring does
+ * makes a busy CPU signal sooner (nudges off, a CPU without its thread).
+ */
+static bool repeat_ring(const struct barrierd *b, const struct target *t, uint64_t now,
+			uint64_t rang_at)
+{
+	uint64_t h = bd_load(&bd_ext(b)->horizon_ns), last = h > rang_at ? h : rang_at, lagging;
+
+	if (now < last || now - last < (uint64_t)REPEAT_RING_NS)
+		return false;
+	return lagging_nudged(b, t, &lagging) > 0;
 }
 
 /*
@@ -313,6 +359,25 @@ static void sleep_on(const struct barrierd *b, const struct target *t, uint32_t 
 		slice_ns = ARMED_SLICE_NS;
 	to_timespec(slice_ns, &ts); /* relative */
 	syscall(SYS_futex, (const uint32_t *)word, FUTEX_WAIT, val, &ts, NULL, 0);
+}
+
+int bd_sleep_counted(const struct barrierd *b, const uint32_t *word, uint32_t val, bool shared,
+		     uint32_t snap_global, int64_t slice_ns)
+{
+	struct futex_waitv wv[3];
+	unsigned n = 0;
+
+	waitv_entry32(&wv[n], word, val);
+	if (!shared)
+		wv[n].flags |= FUTEX2_PRIVATE;
+	n++;
+	waitv_entry(&wv[n++], &b->hdr->last_interrupt_ns, snap_global);
+	if (bd_ext(b)) {
+		const uint32_t *mark = (const uint32_t *)&b->hdr->doorbell + 1;
+
+		waitv_entry32(&wv[n++], mark, __atomic_load_n(mark, __ATOMIC_RELAXED));
+	}
+	return sleep_waitv(wv, n, slice_ns);
 }
 
 /*
@@ -488,28 +553,21 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 		 */
 		flags = bd_load(&b->hdr->flags);
 		ring_it = need_ring(b, t, flags);
-		/*
-		 * The horizon covers the stamp: the daemon's looks nudge the CPUs that lag it
-		 * (DESIGN §4.5), but only while it counts a sleeper for them, and for 15 ms at
-		 * most while it counts none yet.  A wait slower than that from the ring to its
-		 * sleep (preempted, a slow machine, the first wait after a restart fetching the
-		 * slots) would go unserved on a tickless CPU until its deadline.  So ring again,
-		 * at most every REPEAT_RING_NS: a new horizon, with looks of its own.
-		 */
-		if (ring_it == NO_RING_HORIZON && now - rang_at >= (uint64_t)REPEAT_RING_NS)
+		if (ring_it == NO_RING_HORIZON && repeat_ring(b, t, now, rang_at))
 			ring_it = RING;
-		if (ring_it == RING)
+		if (ring_it == RING && !ring(b, t)) {
+			slice = LOST_RING_SLICE_NS; /* lost: no new horizon, so rang_at stays */
+		} else if (ring_it == RING) {
 			rang_at = now;
-		if (ring_it == RING && !ring(b, t))
-			slice = LOST_RING_SLICE_NS;
-		/*
-		 * A vtime wait's ring makes each busy CPU signal once, at its first event past the
-		 * horizon; an event just before the ring advanced vtime can carry the old one and
-		 * is then that CPU's last signal (docs/DESIGN.md §7).  Ring again soon, not after a
-		 * whole slice.
-		 */
-		else if (ring_it == RING && t->kind == T_VTIME && (flags & BARRIERD_FEAT_HORIZON))
-			slice = VTIME_RING_SLICE_NS;
+			/*
+			 * A vtime wait's ring makes each busy CPU signal once, at its first event
+			 * past the horizon; an event just before the ring advanced vtime can carry
+			 * the old one and is then that CPU's last signal (docs/DESIGN.md §7).  Ring
+			 * again soon, not after a whole slice.
+			 */
+			if (t->kind == T_VTIME && (flags & BARRIERD_FEAT_HORIZON))
+				slice = VTIME_RING_SLICE_NS;
+		}
 		ret = ns_check(b, t, &ns_checked);
 		if (ret)
 			return ret;

@@ -304,8 +304,8 @@ static void refresh_nudge_flags(struct daemon *d)
  * the rate limit, run elsewhere or kept out), not before the rate limit allows the held one; and
  * NUDGE_RETRIES times at doubling intervals from NUDGE_RETRY_NS while nobody is asleep for them
  * yet (a ringer not yet in its futex wait: a slow machine, a short --nudge-after); a newer
- * horizon starts those anew.  A wait whose stamp the horizon covers does not ring again: these
- * looks are what serve it.
+ * horizon starts those anew.  A wait whose stamp the horizon covers does not ring again for
+ * 20 ms (PROTOCOL.md §6.8): until then these looks are what serve it.
  */
 static void on_nudge_timer(struct daemon *d)
 {

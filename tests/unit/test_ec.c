@@ -4,7 +4,8 @@
  * word, single- and multi-producer increments, an increment with no waiter calling nothing,
  * waits that return when the value moved before the wait, during its wait for the barrier,
  * or once it blocks for good, the deadline, the predicate, a shared event count across a
- * fork, and the conservative second with no daemon (b NULL, or stopped).
+ * fork, the conservative second with no daemon (b NULL, or stopped), and a settling wait the
+ * daemon counts as a waiter for every CPU.
  *
  * ec_spy.h sees the waits' futex calls: a FUTEX_WAIT with no timeout is the indefinite
  * block.  Timeouts are hang guards; the only times asserted are lower bounds the code
@@ -20,7 +21,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -517,6 +520,43 @@ static void test_flag_cleared_no_spin(void **state)
 	assert_true(w.cpu_ns < (w.end_ns - w.start_ns) / 4);
 }
 
+/* Sleepers on a futex word of the fake's file, counted without waking them (hang guard). */
+static long count_sleepers(const uint32_t *word)
+{
+	uint64_t end = bd_mono_ns() + GUARD_NS;
+	long n = 0;
+
+	while (n <= 0 && bd_mono_ns() < end) {
+		/* Requeued onto itself: the count, nobody woken. */
+		n = syscall(SYS_futex, word, FUTEX_CMP_REQUEUE, 0, (void *)(long)INT32_MAX, word,
+			    __atomic_load_n(word, __ATOMIC_RELAXED));
+		test_sleep_ns(TEST_MS);
+	}
+	return n;
+}
+
+/*
+ * A CPU without events (tickless): the barrier the settling wait needs comes only from the
+ * daemon's nudges, which go to CPUs someone is counted asleep for on the global word
+ * (DESIGN §4.5).  So that wait sleeps there too, marked as the library's; an increment still
+ * wakes it through its own word.
+ */
+static void test_settle_counted(void **state)
+{
+	struct fx *f = *state;
+	struct waiter w = {.ec = &f->ec, .b = f->b, .old = 0, .timeout_ns = -1};
+
+	fake_stop_ticker(&f->s);
+	assert_int_equal(fake_start_ticker(&f->s, 1), 0); /* CPU 1 silent: T never passes */
+	waiter_start(&w);
+	assert_true(count_sleepers((const uint32_t *)&f->s.h->last_interrupt_ns) > 0);
+	assert_true(count_sleepers((const uint32_t *)&f->s.h->doorbell + 1) > 0);
+	assert_int_equal(spy_get(&spy_block_calls), 0); /* still settling */
+	barrierd_ec_inc_sp(&f->ec);
+	waiter_join(&w);
+	assert_int_equal(w.ret, 0);
+}
+
 /* BARRIERD_EC_SHARED: a waiter in another process, woken through a shared futex. */
 static void test_shared(void **state)
 {
@@ -561,6 +601,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_foreign_flag, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_flag_cleared_no_spin, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_shared, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_settle_counted, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -480,6 +480,19 @@ static void no_ring_when_horizon_covers(void **state)
 	no_ring_case(f, s, 15 * TEST_MS);
 }
 
+/* ABI 1.2: the per-CPU flags too, and BARRIERD_CPUF_NUDGE on every CPU (or none). */
+#define NUDGE_FLAGS (HORIZON_FLAGS | BARRIERD_FEAT_CPU_FLAGS)
+static void set_nudged(struct fx *f, bool on);
+
+/* The horizon covers s, CPU 0 (busy) lags it, CPU 1 is past it; nudge threads or none. */
+static void covered(struct fx *f, uint64_t s, bool nudged)
+{
+	fake_credit(&f->s, 1, s + 1);
+	bd_store(&f->s.h->flags, NUDGE_FLAGS);
+	set_nudged(f, nudged);
+	bd_store(&f->s.x->horizon_ns, s);
+}
+
 /*
  * The horizon covers the stamp, but nothing serves it: a tickless CPU, and the daemon's looks
  * for that ring over before the waiter slept (PROTOCOL.md §6.8).  The wait rings again (after
@@ -490,14 +503,38 @@ static void rings_again_when_horizon_covers(void **state)
 	struct fx *f = *state;
 	uint64_t s = stamp(f->b);
 
-	fake_credit(&f->s, 1, s + 1);
-	bd_store(&f->s.h->flags, HORIZON_FLAGS);
-	bd_store(&f->s.x->horizon_ns, s);
+	covered(f, s, true);
 	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_HORIZON), 0);
 	assert_int_equal(barrierd_wait(f->b, s, TEST_HANG_GUARD_NS), 0);
 	fake_stop_doorbell(&f->s);
 	assert_true(fake_rings(&f->s) >= 1);
 	assert_true(bd_load(&f->s.x->horizon_ns) > s);
+}
+
+/*
+ * Nobody answers: the wait rings again at most every 20 ms from its start, so at most 10
+ * times in 200 ms (the count, not a time, is asserted), and at least once.
+ */
+static void repeat_rings_are_spaced(void **state)
+{
+	struct fx *f = *state;
+	uint64_t s = stamp(f->b);
+
+	covered(f, s, true);
+	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_NONE), 0);
+	assert_int_equal(barrierd_wait(f->b, s, 200 * TEST_MS), -ETIMEDOUT);
+	fake_stop_doorbell(&f->s);
+	assert_in_range(fake_rings(&f->s), 1, 10);
+}
+
+/* No lagging CPU has a nudge thread: another ring could not make it signal sooner. */
+static void no_repeat_ring_without_nudges(void **state)
+{
+	struct fx *f = *state;
+	uint64_t s = stamp(f->b);
+
+	covered(f, s, false);
+	no_ring_case(f, s, 100 * TEST_MS);
 }
 
 /* The horizon is below the stamp: the waiter rings (to raise it) although the CPU is busy. */
@@ -1610,6 +1647,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(rings_when_disarmed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(no_ring_when_horizon_covers, setup, teardown),
 	    cmocka_unit_test_setup_teardown(rings_again_when_horizon_covers, setup, teardown),
+	    cmocka_unit_test_setup_teardown(repeat_rings_are_spaced, setup, teardown),
+	    cmocka_unit_test_setup_teardown(no_repeat_ring_without_nudges, setup, teardown),
 	    cmocka_unit_test_setup_teardown(rings_when_horizon_below, setup, teardown),
 	    cmocka_unit_test_setup_teardown(vtime_rings_past_horizon, setup, teardown),
 	    cmocka_unit_test_setup_teardown(sleeper_is_marked, setup, teardown),
