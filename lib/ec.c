@@ -9,9 +9,10 @@
  *       A flag found already set is not trusted: sleep a bounded slice on the word and do (b)
  *       again (the value moved: return);
  *   (c) stamp T after that: the CAS is locked, so the flag is visible before T;
- *   (d) sleep in short slices on the word until barrierd says every CPU passed T (with no
- *       live daemon: one second from the CAS, ck_ec's conservative bound); a word that is no
- *       longer exactly armed leaves for (b) at once;
+ *   (d) sleep in short slices on the word (and, for the daemon's count, on its global word)
+ *       until barrierd says every CPU passed T (with no live daemon: one second from the CAS,
+ *       ck_ec's conservative bound); a word that is no longer exactly armed leaves for (b) at
+ *       once;
  *   (e) re-read: the word must still be exactly armed, or the value moved (return);
  *   (f) FUTEX_WAIT on the low half for armed, with no timeout but the caller's; after a
  *       wake-up with the value unchanged, the word still exactly armed: (f) again; else (b).
@@ -190,18 +191,19 @@ static bool ec_done(const struct ec_wait *w, uint64_t now, int *ret)
 
 /*
  * (c) and (d): stamp, then wait until every CPU passed the stamp.  Sleeps on the word the
- * whole time, so an increment that sees the flag wakes us at once, and the value moving
- * ends the wait.  EC_SETTLED, EC_ENDED (the wait ends, its result in *ret), or EC_REARM:
- * the word is no longer exactly armed though the value stayed (a multi-producer's late AND),
- * so our flag is gone and the barrier proves nothing; and a FUTEX_WAIT expecting armed would
- * fail at once, every time, a hot loop on syscalls.  Back to (b) then.
+ * whole time (with a live daemon, on its global word too: below), so an increment that sees
+ * the flag wakes us at once, and the value moving ends the wait.  EC_SETTLED, EC_ENDED (the wait
+ * ends, its result in *ret), or EC_REARM: the word is no longer exactly armed though the value
+ * stayed (a multi-producer's late AND), so our flag is gone and the barrier proves nothing; and a
+ * FUTEX_WAIT expecting armed would fail at once, every time, a hot loop on syscalls.  Back to (b)
+ * then.
  *
  * Served by barrierd: barrierd_passed() first (direct evidence passes an idle machine's stamp
  * on loads alone), then a ring (barrierd_request(): the daemon credits idle CPUs and listens
  * to busy ones), again every EC_RERING_NS (a ring nobody heard, a daemon restarted), and
- * slices from 100 us doubling to 10 ms: it never blocks on anything but the word.  A live daemon
- * that does not serve T is waited for in 10 ms slices, never trusted past: that is a CPU without
- * evidence (docs/DESIGN.md §5), and ck_ec's bound is no better.
+ * slices from 100 us doubling to 10 ms: it never blocks for good on anything but the word.  A live
+ * daemon that does not serve T is waited for in 10 ms slices, never trusted past: that is a CPU
+ * without evidence (docs/DESIGN.md §5), and ck_ec's bound is no better.
  *
  * No barrierd (b NULL, no live daemon, a ring that fails, a stamp it cannot serve): wait until
  * a second after the CAS (cas_ns, our clock), ck_ec's assumption that every CPU takes an

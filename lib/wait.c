@@ -201,10 +201,13 @@ static uint64_t host_now(const struct barrierd *b)
  * only while it counts a sleeper for them, and for 15 ms at most while it counts none yet
  * (DESIGN §4.5): a wait slower than that from a ring to its sleep would go unserved on a
  * tickless CPU until its deadline.  So ring once no ring has raised the horizon for
- * REPEAT_RING_NS, ours (rang_at: the last one heard, or the wait's start) or anyone's: a newer
- * horizon's looks count us, asleep by then, so waiters together ring about once per
- * REPEAT_RING_NS.  And only when a lagging CPU has a nudge thread: nothing else a ring does
- * makes a busy CPU signal sooner (nudges off, a CPU without its thread).
+ * REPEAT_RING_NS, ours (rang_at: this wait's last ring that was heard, 0 before one) or
+ * anyone's (horizon_ns is a ring's time): a newer horizon's looks count us, asleep by then, so
+ * waiters together ring about once per REPEAT_RING_NS.  Not from the wait's start: a caller
+ * that retries short waits would never get there.  And only when a lagging CPU has a nudge
+ * thread: nothing else a ring does makes a busy CPU signal sooner (nudges off, a CPU without
+ * its thread).  With --nudge-after above REPEAT_RING_NS, the rings before the first nudge are
+ * wasted: a credit pass each, about one per REPEAT_RING_NS for all waiters together.
  */
 static bool repeat_ring(const struct barrierd *b, const struct target *t, uint64_t now,
 			uint64_t rang_at)
@@ -470,7 +473,7 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 		return -EPROTO; /* our time namespace's offset cannot be known */
 
 	start = host_now(b);
-	rang_at = start;
+	rang_at = 0; /* none yet: the horizon's age alone decides (repeat_ring) */
 	deadline = timeout_ns >= 0 ? start + (uint64_t)timeout_ns : UINT64_MAX;
 	fb_deadline = b->fallback == BARRIERD_FALLBACK_MEMBARRIER
 			  ? start + (uint64_t)b->fallback_after_ns

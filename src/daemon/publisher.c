@@ -160,14 +160,21 @@ static long count_word(uint64_t *word)
 long publisher_count_legacy(struct publisher *p, uint64_t max_cpus, long *global)
 {
 	struct barrierd_header *h = p->sf->hdr;
+	const uint32_t *mark = (const uint32_t *)&h->doorbell + 1;
 	/*
-	 * libbarrierd's sleepers queue on the doorbell's high half too (lib/wait.c, sleep_on),
-	 * after the global word: counting the global words first, a waiter arriving between the
-	 * counts makes the difference low for a moment, never a library client look legacy.
+	 * libbarrierd's sleepers queue on the doorbell's high half too (lib/wait.c, sleep_on;
+	 * lib/ec.c's settling sleeps), after the global word, and leave in the same order.  So
+	 * the mark is counted before and after the global words and the larger count taken: a
+	 * library sleeper counted on a global word was on the mark at one of the two counts,
+	 * whether it was arriving or leaving (an event count's sleeps are as short as 100 us).
+	 * Only one that came and went between them escapes, and arrivals make the difference low
+	 * for a moment: a legacy client is found at a later probe, a library client never looks
+	 * legacy but for that.
 	 */
+	long before = count_u32(mark);
 	long all = count_word(&h->last_interrupt_ns) + count_word(&h->last_interrupt_vtime);
-	long ours = count_u32((const uint32_t *)&h->doorbell + 1);
-	long n = all - ours;
+	long after = count_u32(mark);
+	long n = all - (before > after ? before : after);
 
 	if (global)
 		*global = all;

@@ -466,8 +466,8 @@ static void rings_when_disarmed(void **state)
 #define HORIZON_FLAGS (BARRIERD_FLAG_RUNNING | FEATS | BARRIERD_FEAT_HORIZON)
 
 /*
- * A busy CPU lags, the horizon is at the stamp: that CPU signals by itself, no ring.  Not for
- * 20 ms (REPEAT_RING_NS): a wait with a shorter timeout never rings.
+ * A busy CPU lags, the horizon is at the stamp: that CPU signals by itself, no ring (an ABI 1.1
+ * daemon, with no nudges: never again either).
  */
 static void no_ring_when_horizon_covers(void **state)
 {
@@ -477,7 +477,7 @@ static void no_ring_when_horizon_covers(void **state)
 	fake_credit(&f->s, 1, s + 1);
 	bd_store(&f->s.h->flags, HORIZON_FLAGS);
 	bd_store(&f->s.x->horizon_ns, s);
-	no_ring_case(f, s, 15 * TEST_MS);
+	no_ring_case(f, s, 200 * TEST_MS);
 }
 
 /* ABI 1.2: the per-CPU flags too, and BARRIERD_CPUF_NUDGE on every CPU (or none). */
@@ -512,8 +512,9 @@ static void rings_again_when_horizon_covers(void **state)
 }
 
 /*
- * Nobody answers: the wait rings again at most every 20 ms from its start, so at most 10
- * times in 200 ms (the count, not a time, is asserted), and at least once.
+ * Nobody answers: the wait rings again at most every 20 ms after the horizon (the stamp) or its
+ * last heard ring, so at most 10 times in 200 ms (the count, not a time, is asserted), and at
+ * least once.
  */
 static void repeat_rings_are_spaced(void **state)
 {
@@ -525,6 +526,25 @@ static void repeat_rings_are_spaced(void **state)
 	assert_int_equal(barrierd_wait(f->b, s, 200 * TEST_MS), -ETIMEDOUT);
 	fake_stop_doorbell(&f->s);
 	assert_in_range(fake_rings(&f->s), 1, 10);
+}
+
+/*
+ * A caller that retries short waits: each starts anew, and the horizon's age alone decides, so
+ * the retries ring once it is 20 ms old and are served.
+ */
+static void short_waits_ring_again(void **state)
+{
+	struct fx *f = *state;
+	uint64_t s = stamp(f->b), end = bd_mono_ns() + TEST_HANG_GUARD_NS;
+	int r;
+
+	covered(f, s, true);
+	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_HORIZON), 0);
+	while ((r = barrierd_wait(f->b, s, 5 * TEST_MS)) == -ETIMEDOUT && bd_mono_ns() < end)
+		;
+	fake_stop_doorbell(&f->s);
+	assert_int_equal(r, 0);
+	assert_true(fake_rings(&f->s) >= 1);
 }
 
 /* No lagging CPU has a nudge thread: another ring could not make it signal sooner. */
@@ -1648,6 +1668,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(no_ring_when_horizon_covers, setup, teardown),
 	    cmocka_unit_test_setup_teardown(rings_again_when_horizon_covers, setup, teardown),
 	    cmocka_unit_test_setup_teardown(repeat_rings_are_spaced, setup, teardown),
+	    cmocka_unit_test_setup_teardown(short_waits_ring_again, setup, teardown),
 	    cmocka_unit_test_setup_teardown(no_repeat_ring_without_nudges, setup, teardown),
 	    cmocka_unit_test_setup_teardown(rings_when_horizon_below, setup, teardown),
 	    cmocka_unit_test_setup_teardown(vtime_rings_past_horizon, setup, teardown),
