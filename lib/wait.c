@@ -202,12 +202,12 @@ static uint64_t host_now(const struct barrierd *b)
  * (DESIGN §4.5): a wait slower than that from a ring to its sleep would go unserved on a
  * tickless CPU until its deadline.  So ring once no ring has raised the horizon for
  * REPEAT_RING_NS, ours (rang_at: this wait's last ring that was heard, 0 before one) or
- * anyone's (horizon_ns is a ring's time): a newer horizon's looks count us, asleep by then, so
- * waiters together ring about once per REPEAT_RING_NS.  Not from the wait's start: a caller
- * that retries short waits would never get there.  And only when a lagging CPU has a nudge
- * thread: nothing else a ring does makes a busy CPU signal sooner (nudges off, a CPU without
- * its thread).  With --nudge-after above REPEAT_RING_NS, the rings before the first nudge are
- * wasted: a credit pass each, about one per REPEAT_RING_NS for all waiters together.
+ * anyone's (horizon_ns is the time of a ring, or of a following pass): a newer horizon's looks
+ * count us, asleep by then, so waiters together ring about once per REPEAT_RING_NS.  Not from the
+ * wait's start: a caller that retries short waits would never get there.  And only when a lagging
+ * CPU has a nudge thread: nothing else a ring does makes a busy CPU signal sooner (nudges off, a
+ * CPU without its thread).  With --nudge-after above REPEAT_RING_NS, the rings before the first
+ * nudge are wasted: a pass each, about one per REPEAT_RING_NS for all waiters together.
  */
 static bool repeat_ring(const struct barrierd *b, const struct target *t, uint64_t now,
 			uint64_t rang_at)
@@ -301,8 +301,8 @@ static int sleep_waitv(struct futex_waitv *wv, unsigned n, int64_t slice_ns)
  * Last, with a global word, the doorbell's high half, which nobody writes or wakes: queued
  * there, we are counted as libbarrierd's sleeper (PROTOCOL.md §6.7), not as a client that
  * cannot ring, which the daemon would follow every pass for.  Only with a global word: the
- * daemon subtracts the marked from the global words' sleepers, one for one.  Its value is
- * loaded, not assumed, so a changed word costs one early return, never a spin.
+ * daemon subtracts the marked from the global words' sleepers (publisher_count_legacy).  Its value
+ * is loaded, not assumed, so a changed word costs one early return, never a spin.
  */
 static void sleep_on(const struct barrierd *b, const struct target *t, uint32_t snap_global,
 		     uint32_t snap_flags, int64_t slice_ns, bool armed_no_ring)
