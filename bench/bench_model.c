@@ -114,7 +114,8 @@ static int run_ncpu(const char *dir, uint64_t ncpu, FILE *csv)
 			prepare(&p, slots, ncpu, s, n);
 			t0 = bd_mono_ns();
 			if (s == S_PROBE) {
-				publisher_count_legacy(&p, 64, NULL);
+				publisher_count_legacy(&p, 64, NULL,
+						       true); /* as the heartbeat probes */
 				ret = 0;
 			} else {
 				ret = publisher_pass(&p, s == S_CREDIT, &again);

@@ -223,8 +223,7 @@ static enum ec_settle ec_settle(const struct ec_wait *w, uint64_t cas_ns, int *r
 		uint32_t snap = 0;
 
 		if (daemon && t) {
-			/* The global word before the check: a publication after it fails the sleep.
-			 */
+			/* Loaded before the check: a publication after it fails the sleep. */
 			snap = bd_load_low(&b->hdr->last_interrupt_ns);
 			if (barrierd_passed(b, t))
 				return EC_SETTLED;

@@ -86,34 +86,34 @@ static const uint64_t *cpu_flags(const struct barrierd *b)
 }
 
 /*
- * How many CPUs this wait still lags on have a nudge thread of the daemon, and how many lag
- * (both 0 without the flags).
+ * The CPUs this wait still lags on: how many, and how many of them a nudge thread of the daemon
+ * serves.  False without the flags.
  */
-static uint64_t lagging_nudged(const struct barrierd *b, const struct target *t, uint64_t *lagging)
+static bool lagging_nudged(const struct barrierd *b, const struct target *t, uint64_t *lagging,
+			   uint64_t *nudged)
 {
 	const uint64_t *flags = cpu_flags(b);
-	uint64_t n = 0;
 
-	*lagging = 0;
+	*lagging = *nudged = 0;
 	if (!flags)
-		return 0;
+		return false;
 	for (uint64_t c = 0; c < b->ncpu; c++)
 		if (in_set(t, c) && bd_load(cpu_word(b, t, c)) <= t->value) {
 			++*lagging;
-			n += (bd_load(&flags[c]) & BARRIERD_CPUF_NUDGE) != 0;
+			*nudged += (bd_load(&flags[c]) & BARRIERD_CPUF_NUDGE) != 0;
 		}
-	return n;
+	return true;
 }
 
 /*
  * Does a nudge thread of the daemon serve every CPU this wait still lags on?  Then the daemon
- * can serve the wait whatever membarrier says.  False without the flags.
+ * can serve the wait whatever membarrier says.
  */
 static bool lagging_all_nudged(const struct barrierd *b, const struct target *t)
 {
-	uint64_t lagging, nudged = lagging_nudged(b, t, &lagging);
+	uint64_t lagging, nudged;
 
-	return cpu_flags(b) && nudged == lagging;
+	return lagging_nudged(b, t, &lagging, &nudged) && nudged == lagging;
 }
 
 static int passed(const struct barrierd *b, const struct target *t)
@@ -212,11 +212,12 @@ static uint64_t host_now(const struct barrierd *b)
 static bool repeat_ring(const struct barrierd *b, const struct target *t, uint64_t now,
 			uint64_t rang_at)
 {
-	uint64_t h = bd_load(&bd_ext(b)->horizon_ns), last = h > rang_at ? h : rang_at, lagging;
+	uint64_t h = bd_load(&bd_ext(b)->horizon_ns), last = h > rang_at ? h : rang_at;
+	uint64_t lagging, nudged;
 
 	if (now < last || now - last < (uint64_t)REPEAT_RING_NS)
 		return false;
-	return lagging_nudged(b, t, &lagging) > 0;
+	return lagging_nudged(b, t, &lagging, &nudged) && nudged > 0;
 }
 
 /*
@@ -283,6 +284,23 @@ static int sleep_waitv(struct futex_waitv *wv, unsigned n, int64_t slice_ns)
 }
 
 /*
+ * A global word's entry, then (with the extension) the doorbell's mark after it: a sleep the
+ * daemon counts as a library waiter's (sleep_on, below, says why).  The entries written.
+ */
+static unsigned waitv_global(struct futex_waitv *wv, const struct barrierd *b,
+			     const uint64_t *global, uint32_t snap)
+{
+	const uint32_t *mark = (const uint32_t *)&b->hdr->doorbell + 1;
+
+	waitv_entry(&wv[0], global, snap);
+	if (!bd_ext(b))
+		return 1;
+	/* Relaxed: nobody writes the mark; its value is loaded only for the kernel's compare. */
+	waitv_entry32(&wv[1], mark, __atomic_load_n(mark, __ATOMIC_RELAXED));
+	return 2;
+}
+
+/*
  * Sleep until a watched word's low half differs from what we read before the last check, or
  * the slice ends.  The futex compares only 32 bits (a change in the high half alone is not
  * seen), which is why every sleep is bounded and the caller re-checks all 64 bits.
@@ -345,12 +363,7 @@ static void sleep_on(const struct barrierd *b, const struct target *t, uint32_t 
 		need_global = need_global || ncpu_words == 0;
 	}
 	if (need_global)
-		waitv_entry(&wv[n++], global_word(b, t), snap_global);
-	if (need_global && bd_ext(b)) {
-		const uint32_t *mark = (const uint32_t *)&b->hdr->doorbell + 1;
-
-		waitv_entry32(&wv[n++], mark, __atomic_load_n(mark, __ATOMIC_RELAXED));
-	}
+		n += waitv_global(&wv[n], b, global_word(b, t), snap_global);
 	if (sleep_waitv(wv, n, slice_ns))
 		return;
 	/*
@@ -368,18 +381,12 @@ int bd_sleep_counted(const struct barrierd *b, const uint32_t *word, uint32_t va
 		     uint32_t snap_global, int64_t slice_ns)
 {
 	struct futex_waitv wv[3];
-	unsigned n = 0;
+	unsigned n;
 
-	waitv_entry32(&wv[n], word, val);
+	waitv_entry32(&wv[0], word, val);
 	if (!shared)
-		wv[n].flags |= FUTEX2_PRIVATE;
-	n++;
-	waitv_entry(&wv[n++], &b->hdr->last_interrupt_ns, snap_global);
-	if (bd_ext(b)) {
-		const uint32_t *mark = (const uint32_t *)&b->hdr->doorbell + 1;
-
-		waitv_entry32(&wv[n++], mark, __atomic_load_n(mark, __ATOMIC_RELAXED));
-	}
+		wv[0].flags |= FUTEX2_PRIVATE;
+	n = 1 + waitv_global(&wv[1], b, &b->hdr->last_interrupt_ns, snap_global);
 	return sleep_waitv(wv, n, slice_ns);
 }
 

@@ -811,7 +811,7 @@ static int on_tick(struct daemon *d, bool *beat)
 		d->next_probe_ns = now + d->o->heartbeat_period_ns;
 		long global;
 
-		if (publisher_count_legacy(&d->pub, PROBE_CPUS, &global) > 0)
+		if (publisher_count_legacy(&d->pub, PROBE_CPUS, &global, true) > 0)
 			arm(d, now);
 		/*
 		 * Anyone can queue on the mark and so hide an original-layout sleeper from the
@@ -925,7 +925,7 @@ static int serve_legacy(struct daemon *d)
 	now = bd_mono_ns();
 	d->armed_until = now + ARM_HOLD_NS;
 	/* Still asleep after the pass's wakes: its barrier is not complete yet. */
-	if (publisher_count_legacy(&d->pub, 0, NULL) == 0)
+	if (publisher_count_legacy(&d->pub, 0, NULL, false) == 0)
 		return 0;
 	ret = publisher_raise(&d->pub, now);
 	if (ret) {

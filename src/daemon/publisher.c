@@ -164,7 +164,7 @@ static long count_word(uint64_t *word)
  * So the mark is counted before and after the global words and the larger count taken: a
  * library sleeper counted on a global word was on the mark at one of the two counts, whether
  * arriving or leaving.  Two crossing (one leaving before the second count, one arriving after
- * the first) can still leave one unaccounted for: the caller counts again.
+ * the first) can still leave one unaccounted for: a confirming count counts again.
  */
 static long count_unmarked(struct barrierd_header *h, long *all)
 {
@@ -177,18 +177,19 @@ static long count_unmarked(struct barrierd_header *h, long *all)
 	return n > 0 ? n : 0;
 }
 
-long publisher_count_legacy(struct publisher *p, uint64_t max_cpus, long *global)
+long publisher_count_legacy(struct publisher *p, uint64_t max_cpus, long *global, bool confirm)
 {
 	struct barrierd_header *h = p->sf->hdr;
 	long all, again;
+	long n = count_unmarked(h, &all);
+
 	/*
 	 * A client that cannot ring is still asleep a few microseconds later; library sleepers
 	 * caught crossing (an event count's sleeps are as short as 100 us) are not: take the
-	 * smaller of two counts when the first finds any.
+	 * smaller of two counts when the first finds any.  Only where following would start
+	 * (the heartbeat's probe): a pass while following would pay for it at every event.
 	 */
-	long n = count_unmarked(h, &all);
-
-	if (n > 0) {
+	if (confirm && n > 0) {
 		long m = count_unmarked(h, &again);
 
 		n = m < n ? m : n;
@@ -693,7 +694,7 @@ int publisher_pass(struct publisher *p, bool credit, bool *again)
 	 * Following, count the sleepers that cannot ring before the wakes: a pass that completes
 	 * their barrier wakes them, and counted after it they would never be seen at all.
 	 */
-	p->legacy = p->armed ? publisher_count_legacy(p, 0, NULL) : 0;
+	p->legacy = p->armed ? publisher_count_legacy(p, 0, NULL, false) : 0;
 	wake_changed(p, &f);
 	log_debug("pass%s: global ns %llu vtime %llu (min cpu %llu), horizon %llu",
 		  credit ? " (credit)" : "", (unsigned long long)p->g_ns,

@@ -140,9 +140,10 @@ bool publisher_credit_needed(const struct publisher *p, int here);
  * the doorbell's high half when they sleep on a global word): the global words' sleepers less
  * the marked ones, plus every sleeper on up to max_cpus per-CPU words (rotating).  Counted with
  * FUTEX_CMP_REQUEUE onto the same word: nobody is woken.  An estimate (the counts are not taken at
- * one instant); it only decides when to follow.
+ * one instant); it only decides when to follow.  confirm: the global words' part counted twice,
+ * the smaller count kept (library sleepers caught arriving and leaving at once are not counted).
  */
-long publisher_count_legacy(struct publisher *p, uint64_t max_cpus, long *global);
+long publisher_count_legacy(struct publisher *p, uint64_t max_cpus, long *global, bool confirm);
 
 /* Every per-CPU word still what we wrote?  0, or -EBUSY (another writer). */
 int publisher_verify(struct publisher *p);
