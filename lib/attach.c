@@ -79,24 +79,34 @@ int bd_attach(struct barrierd *b)
 	return ret;
 }
 
-int bd_before_attach(struct barrierd *b)
+int bd_before_attach(struct barrierd *b, enum bd_fb_stamp kind, uint64_t stamp)
 {
+	int ret;
+
 	/*
 	 * No value of the file may pass it, ever: -EINVAL, the answer to any stamp at or below
 	 * barrierd_open_ns(), and not -ESTALE, on which a caller would retry for nothing.
-	 * membarrier, run now, is later than the stamp.
+	 * membarrier, run now, is later than the stamp: bd_fallback checks that it is.
 	 */
-	return b->fallback == BARRIERD_FALLBACK_MEMBARRIER ? bd_fallback_membarrier() : -EINVAL;
+	if (b->fallback != BARRIERD_FALLBACK_MEMBARRIER)
+		return -EINVAL;
+	ret = bd_fallback(b, kind, stamp);
+	return ret == BD_FALLBACK_UNPROVEN ? -EINVAL : ret;
 }
 
-int bd_detached_wait(struct barrierd *b, int64_t timeout_ns, int64_t *left_ns)
+int bd_detached_wait(struct barrierd *b, enum bd_fb_stamp kind, uint64_t stamp, int64_t timeout_ns,
+		     int64_t *left_ns)
 {
 	uint64_t start, span, end;
 	struct timespec ts;
 	int ret;
 
-	if (b->fallback == BARRIERD_FALLBACK_MEMBARRIER)
-		return bd_fallback_membarrier();
+	/* A stamp the call does not prove (from the future) waits as without a fallback. */
+	if (b->fallback == BARRIERD_FALLBACK_MEMBARRIER) {
+		ret = bd_fallback(b, kind, stamp);
+		if (ret != BD_FALLBACK_UNPROVEN)
+			return ret;
+	}
 	if (bd_timens_current(b) == INT64_MIN)
 		return -EPROTO;
 	/*

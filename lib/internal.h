@@ -169,6 +169,16 @@ int bd_open_trusted(const char *path, uid_t trusted_uid, int trusted_uid_set, in
  */
 int bd_map_file(struct barrierd *b, const char *path, bool late);
 
+/* What a fallback answers for (bd_fallback). */
+enum bd_fb_stamp {
+	BD_FB_BARRIER, /* a barrier with no stamp yet: the call is the barrier */
+	BD_FB_NS,      /* a ns stamp in host time */
+	BD_FB_VTIME,   /* a vtime stamp */
+};
+
+/* bd_fallback(): the call would not prove a barrier for this stamp, and was not made. */
+#define BD_FALLBACK_UNPROVEN 1
+
 /* A handle without a file yet (BARRIERD_OPEN_ATTACH_LATER): remember where to look.  0 or -ENOMEM.
  */
 int bd_attach_later(struct barrierd *b, const char *path);
@@ -181,15 +191,19 @@ int bd_attach_later(struct barrierd *b, const char *path);
 int bd_attach(struct barrierd *b);
 
 /*
- * A wait on a handle with no file: the fallback if the handle has one; otherwise a back-off of
- * one default liveness bound within timeout_ns, then one more attempt.  1 if the file was
- * mapped by then (*left_ns: the time left of timeout_ns, < 0 for none), else membarrier's
- * result, -ESTALE or an attach error.
+ * A wait on a handle with no file: the fallback if the handle has one and it proves the stamp
+ * (bd_fallback); otherwise a back-off of one default liveness bound within timeout_ns, then
+ * one more attempt.  1 if the file was mapped by then (*left_ns: the time left of timeout_ns,
+ * < 0 for none), else membarrier's result, -ESTALE or an attach error.
  */
-int bd_detached_wait(struct barrierd *b, int64_t timeout_ns, int64_t *left_ns);
+int bd_detached_wait(struct barrierd *b, enum bd_fb_stamp kind, uint64_t stamp, int64_t timeout_ns,
+		     int64_t *left_ns);
 
-/* What a wait for a stamp taken before the file was mapped gets: the fallback, or -EINVAL. */
-int bd_before_attach(struct barrierd *b);
+/*
+ * What a wait for a stamp taken before the file was mapped gets: the fallback, or -EINVAL (also
+ * for a stamp the fallback does not prove).
+ */
+int bd_before_attach(struct barrierd *b, enum bd_fb_stamp kind, uint64_t stamp);
 
 /*
  * Structure checks of a mapped file: 0 or -EPROTO.  *ncpu is the one value of ncpu that was
@@ -281,6 +295,16 @@ int bd_owner_trusted(uid_t owner, uid_t trusted_uid, int trusted_uid_set);
 
 /* membarrier(MEMBARRIER_CMD_GLOBAL): 0 or its -errno, never a success it did not get. */
 int bd_fallback_membarrier(void);
+
+/*
+ * The fallback for one stamp (lib/fallback.c): membarrier's result (0 or -errno) when a
+ * barrier that began with the call covers the stamp, else BD_FALLBACK_UNPROVEN without the
+ * call: a ns stamp T not below r, the host clock read before the call (LFENCE between them);
+ * a vtime stamp V above the file's vtime loaded before the call (or no file: only the
+ * UINT64_MAX an attach-later handle's barrierd_stamp_vtime() gives without one).  A caller
+ * then goes on as without a fallback.
+ */
+int bd_fallback(const struct barrierd *b, enum bd_fb_stamp kind, uint64_t stamp);
 
 /* ---- reclamation (lib/retire.c, lib/epoch.c, lib/hp.c) ---------------------------------- */
 

@@ -196,6 +196,12 @@ static uint64_t host_now(const struct barrierd *b)
 	return bd_clock_raw() - (uint64_t)bd_timens_current(b);
 }
 
+/* The fallback for this target: membarrier's result, or BD_FALLBACK_UNPROVEN (bd_fallback). */
+static int fallback(const struct barrierd *b, const struct target *t)
+{
+	return bd_fallback(b, t->kind == T_VTIME ? BD_FB_VTIME : BD_FB_NS, t->value);
+}
+
 /*
  * NO_RING_HORIZON: ring all the same?  The daemon's looks nudge the CPUs that lag a horizon
  * only while it counts a sleeper for them, and for 15 ms at most while it counts none yet
@@ -513,8 +519,16 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 					return ret;
 				continue;
 			}
-			if (b->fallback == BARRIERD_FALLBACK_MEMBARRIER)
-				return bd_fallback_membarrier();
+			/*
+			 * The fallback, for a stamp it proves.  Not proven (a vtime the file has
+			 * not published; a ns stamp equal to r): the back-off below, as without
+			 * one, and the fallback tried again at the next turn.
+			 */
+			if (b->fallback == BARRIERD_FALLBACK_MEMBARRIER) {
+				ret = fallback(b, t);
+				if (ret != BD_FALLBACK_UNPROVEN)
+					return ret;
+			}
 			/*
 			 * A daemon gone at once turns a caller's retry loop into a spin that
 			 * starves the daemon it waits for (a stalled one under load).  So give it
@@ -545,12 +559,20 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 			 * for it until the deadline instead.  Any other result is the barrier's,
 			 * and so is the error when some lagging CPU has no nudge.
 			 */
-			ret = bd_fallback_membarrier();
-			if ((ret != -EINVAL && ret != -ENOSYS && ret != -EPERM) ||
-			    !lagging_all_nudged(b, t))
-				return ret;
-			fb_deadline = UINT64_MAX;
-			continue;
+			ret = fallback(b, t);
+			if (ret != BD_FALLBACK_UNPROVEN) {
+				if ((ret != -EINVAL && ret != -ENOSYS && ret != -EPERM) ||
+				    !lagging_all_nudged(b, t))
+					return ret;
+				fb_deadline = UINT64_MAX;
+				continue;
+			}
+			/*
+			 * Not proven: the call may precede the stamp.  The wait goes on with the
+			 * daemon, as without a fallback (a ns stamp above the host time meets
+			 * ns_check: -ESTALE; a vtime above the file's waits for the daemon, or its
+			 * deadline), and tries the fallback again at every turn.
+			 */
 		}
 		if (now >= deadline)
 			return -ETIMEDOUT;
@@ -590,7 +612,8 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 			    b, deadline == UINT64_MAX ? -1 : (int64_t)(deadline - host_now(b)));
 		if (passed(b, t))
 			return 0;
-		end = deadline < fb_deadline ? deadline : fb_deadline;
+		/* A fallback deadline already passed (a stamp it did not prove) bounds nothing. */
+		end = fb_deadline > now && fb_deadline < deadline ? fb_deadline : deadline;
 		if (end - now < (uint64_t)slice)
 			slice = (int64_t)(end - now);
 		sleep_on(b, t, snap, (uint32_t)flags, slice, ring_it == NO_RING_ARMED);
@@ -604,7 +627,7 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
  */
 static int wait_entry(struct barrierd *b, const struct target *t, int64_t timeout_ns)
 {
-	int64_t left;
+	enum bd_fb_stamp kind = t->kind == T_VTIME ? BD_FB_VTIME : BD_FB_NS;
 	int ret;
 
 	/* At or below the open (for an attach-later handle: its creation), for any handle. */
@@ -613,19 +636,25 @@ static int wait_entry(struct barrierd *b, const struct target *t, int64_t timeou
 	if (!bd_hdr(b)) {
 		ret = bd_attach(b);
 		if (ret == -ENOENT) {
-			ret = bd_detached_wait(b, timeout_ns, &left);
-			/* Mapped during this call: the caller's stamp is older than the file. */
-			return ret == 1 ? bd_before_attach(b) : ret;
-		}
-		if (ret)
+			ret = bd_detached_wait(b, kind, t->value, timeout_ns, &timeout_ns);
+			/*
+			 * Mapped during this call: a stamp taken before it is older than the file
+			 * (below); one that is not (the future, another handle's vtime) is judged
+			 * as on any handle, in what is left of the timeout.
+			 */
+			if (ret != 1)
+				return ret;
+		} else if (ret) {
 			return ret;
+		}
 	}
 	if (t->kind == T_VTIME) {
-		if (t->value == UINT64_MAX && b->late_path)
-			return bd_before_attach(b); /* barrierd_stamp_vtime() without a file */
+		if (t->value == UINT64_MAX &&
+		    b->late_path) /* barrierd_stamp_vtime() without a file */
+			return bd_before_attach(b, kind, t->value);
 	} else if (t->value <= barrierd_open_ns(b)) {
 		/* Later than the handle's creation, not than its file: no value of it may pass. */
-		return bd_before_attach(b);
+		return bd_before_attach(b, kind, t->value);
 	}
 	return wait_common(b, t, timeout_ns, false);
 }
@@ -669,7 +698,7 @@ BDLIB_EXPORT int barrierd_barrier(struct barrierd *b, int64_t timeout_ns)
 	if (!bd_hdr(b)) {
 		ret = bd_attach(b);
 		if (ret == -ENOENT) {
-			ret = bd_detached_wait(b, timeout_ns, &timeout_ns);
+			ret = bd_detached_wait(b, BD_FB_BARRIER, 0, timeout_ns, &timeout_ns);
 			if (ret != 1)
 				return ret;
 		} else if (ret) {

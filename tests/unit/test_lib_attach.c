@@ -125,6 +125,31 @@ static void before_the_file(void **state)
 	assert_int_equal(barrierd_wait(f->b, barrierd_open_ns(f->b), 0), -EINVAL);
 }
 
+/*
+ * Before the file, too, the fallback answers only what its call proves: a ns stamp from the
+ * future, or a vtime stamp other than the one barrierd_stamp_vtime() gives without a file,
+ * waits as without a fallback (the back-off, then -ESTALE); once the file is there, as on any
+ * handle.
+ */
+static void fallback_future_stamps_refused(void **state)
+{
+	struct fx *f = *state;
+	uint64_t future = barrierd_stamp_ns(f->fb) + 10 * TEST_SEC;
+
+	assert_int_equal(barrierd_wait(f->fb, future, 30 * TEST_MS), -ESTALE);
+	assert_int_equal(barrierd_wait(f->b, future, 30 * TEST_MS), -ESTALE);
+	assert_int_equal(barrierd_wait_vtime(f->fb, 5, 30 * TEST_MS), -ESTALE);
+	/* Controls: stamps taken before the call. */
+	assert_int_equal(barrierd_wait(f->fb, barrierd_stamp_ns(f->fb), TEST_HANG_GUARD_NS),
+			 membarrier_result());
+	assert_int_equal(
+	    barrierd_wait_vtime(f->fb, barrierd_stamp_vtime(f->fb), TEST_HANG_GUARD_NS),
+	    membarrier_result());
+	appear(f);
+	assert_int_equal(barrierd_wait(f->fb, future, TEST_HANG_GUARD_NS), -ESTALE);
+	assert_non_null(barrierd_mapping(f->fb, NULL));
+}
+
 static void attaches_when_the_file_appears(void **state)
 {
 	struct fx *f = *state;
@@ -263,6 +288,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(without_flag_enoent, setup, teardown),
 	    cmocka_unit_test_setup_teardown(before_the_file, setup, teardown),
+	    cmocka_unit_test_setup_teardown(fallback_future_stamps_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(attaches_when_the_file_appears, setup, teardown),
 	    cmocka_unit_test_setup_teardown(request_attaches, setup, teardown),
 	    cmocka_unit_test_setup_teardown(untrusted_file_refused, setup, teardown),

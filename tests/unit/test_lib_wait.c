@@ -785,6 +785,50 @@ static void fallback_after_bound(void **state)
 	barrierd_close(fb);
 }
 
+/*
+ * membarrier proves a barrier only for stamps taken before the call began: the fallback never
+ * answers a ns stamp above the clock read before its call, with the daemon live past
+ * fallback_after_ns (1 ns: due at the first turn) or gone.  Such a stamp gets what the handle
+ * without the fallback gets.
+ */
+static void fallback_future_ns_refused(void **state)
+{
+	struct fx *f = *state;
+	struct barrierd *fb = open_fallback(f, 1);
+	uint64_t future = stamp(fb) + 10 * TEST_SEC, cpus = (1ULL << NCPU) - 1;
+
+	/* Live daemon, no evidence. */
+	assert_int_equal(barrierd_wait(fb, future, TEST_HANG_GUARD_NS), -ESTALE);
+	assert_int_equal(barrierd_wait(f->b, future, TEST_HANG_GUARD_NS), -ESTALE);
+	assert_int_equal(barrierd_wait_cpus(fb, future, &cpus, sizeof(cpus), TEST_HANG_GUARD_NS),
+			 -ESTALE);
+	/* Control: a stamp taken before the call is the fallback's. */
+	assert_int_equal(barrierd_wait(fb, stamp(fb), TEST_HANG_GUARD_NS), membarrier_result());
+	daemon_dies(f);
+	assert_int_equal(barrierd_wait(fb, future, STALE_WAIT_NS), -ESTALE);
+	assert_int_equal(barrierd_wait(fb, stamp(fb), TEST_HANG_GUARD_NS), membarrier_result());
+	barrierd_close(fb);
+}
+
+/* Likewise a vtime stamp above the file's vtime, loaded before the call. */
+static void fallback_future_vtime_refused(void **state)
+{
+	struct fx *f = *state;
+	struct barrierd *fb = open_fallback(f, 1);
+	uint64_t vt = barrierd_stamp_vtime(fb), vfuture = vt + 1000000;
+
+	/* Live daemon, no evidence: the daemon's answer, at the deadline. */
+	assert_int_equal(barrierd_wait_vtime(fb, vfuture, 30 * TEST_MS), -ETIMEDOUT);
+	assert_int_equal(barrierd_wait_vtime(f->b, vfuture, 30 * TEST_MS), -ETIMEDOUT);
+	assert_int_equal(barrierd_wait_vtime(fb, vt, TEST_HANG_GUARD_NS), membarrier_result());
+	/* Daemon gone: the fallback at once for what it proves, else the back-off and -ESTALE. */
+	daemon_dies(f);
+	assert_int_equal(barrierd_wait_vtime(fb, vfuture, STALE_WAIT_NS), -ESTALE);
+	assert_int_equal(barrierd_wait_vtime(f->b, vfuture, STALE_WAIT_NS), -ESTALE);
+	assert_int_equal(barrierd_wait_vtime(fb, vt, TEST_HANG_GUARD_NS), membarrier_result());
+	barrierd_close(fb);
+}
+
 /* Make system call nr fail with err in this process, as a seccomp sandbox would. */
 static int deny_syscall(unsigned nr, unsigned err)
 {
@@ -1682,6 +1726,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(stopped_without_extension_trusts_nothing, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(fallback_after_bound, setup, teardown),
+	    cmocka_unit_test_setup_teardown(fallback_future_ns_refused, setup, teardown),
+	    cmocka_unit_test_setup_teardown(fallback_future_vtime_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(fallback_unavailable_waits_for_daemon, setup, teardown),
 	    cmocka_unit_test_setup_teardown(fallback_error_returned, setup, teardown),
 	    cmocka_unit_test_setup_teardown(restart_keeps_handle, setup, teardown),
