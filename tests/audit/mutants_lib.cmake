@@ -13,6 +13,16 @@ audit_mutant_test(trusted_no_seqlock COMMAND ${expect} restart_between_value_and
                   $<TARGET_FILE:audit_wait-mutant-trusted_no_seqlock>
                   restart_between_value_and_flags)
 
+# The membarrier fallback without its bound: the call's result answers any stamp, one from the
+# future too, though it proves a barrier only for stamps taken before it (lib/fallback.c).
+# Caught by test_lib_wait's fallback_future_ns_refused against the mutant library: a stamp
+# 10 s ahead, the daemon live and the fallback due at once, passes.
+audit_lib_mutant(fallback_no_bound)
+audit_reuse(audit_wait-mutant-fallback_no_bound ${PROJECT_SOURCE_DIR}/tests/unit/test_lib_wait.c
+            DAEMON barrierd LIBS barrierd_lib-mutant-fallback_no_bound pthread)
+audit_mutant_test(fallback_no_bound COMMAND ${expect} fallback_future_ns_refused
+                  $<TARGET_FILE:audit_wait-mutant-fallback_no_bound> fallback_future_ns_refused)
+
 # Rule 10, vtime: a stopped file's vtime values capped at the stop snapshot, as ns values are.
 # A vtime stamp is a load of header.vtime, which a writer that came after the stop can lower
 # below the snapshot: the stamp then passes on values that precede it.  Caught by
