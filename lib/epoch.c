@@ -25,6 +25,7 @@ struct epoch_rec {
 	_Alignas(128) struct barrierd_epoch_record pub;
 	struct epoch_rec *next; /* set before the record is pushed, never changed after */
 	int in_use;		/* __atomic: 1 from register to unregister */
+	uint64_t owner;		/* __atomic: bd_owner_self() of the registering thread */
 };
 
 struct barrierd_epoch {
@@ -80,8 +81,15 @@ BDLIB_EXPORT struct barrierd_epoch_record *barrierd_epoch_register(struct barrie
 
 		if (!__atomic_load_n(&r->in_use, __ATOMIC_RELAXED) &&
 		    __atomic_compare_exchange_n(&r->in_use, &free_, 1, false, __ATOMIC_ACQ_REL,
-						__ATOMIC_RELAXED))
+						__ATOMIC_RELAXED)) {
+			/*
+			 * Before the thread's first enter: a scan that loads an epoch this thread
+			 * stored, then the owner, sees this owner (stores in order, F1; loads in
+			 * order, F2).
+			 */
+			__atomic_store_n(&r->owner, bd_owner_self(), __ATOMIC_RELEASE);
 			return &r->pub;
+		}
 	}
 	r = aligned_alloc(128, sizeof(*r));
 	if (!r)
@@ -90,6 +98,7 @@ BDLIB_EXPORT struct barrierd_epoch_record *barrierd_epoch_register(struct barrie
 	r->pub.active = 0;
 	r->pub.global = &e->global;
 	r->in_use = 1;
+	r->owner = bd_owner_self();
 	/*
 	 * The push.  A scan that loaded head before this CAS does not see the record, and need
 	 * not: the CAS is a locked instruction, performed after that scan's load of head, itself
@@ -132,6 +141,14 @@ static int wait_record(const struct epoch_rec *r, uint64_t E, uint64_t deadline)
 		uint64_t a = __atomic_load_n(&r->pub.active, __ATOMIC_ACQUIRE);
 
 		if (a == 0 || a >= E)
+			return 0;
+		/*
+		 * A section of a thread this process does not have (a forked child's copy of
+		 * another thread's record): it never ends here, and reads nothing of ours.  The
+		 * owner is loaded after the epoch: an epoch stored by the record's present owner
+		 * comes with its owner id (see register).
+		 */
+		if (!bd_owner_here(__atomic_load_n(&r->owner, __ATOMIC_ACQUIRE)))
 			return 0;
 		if (bd_reclaim_backoff(&step, deadline))
 			return -ETIMEDOUT;

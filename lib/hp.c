@@ -21,6 +21,7 @@ struct hp_rec {
 	_Alignas(128) struct barrierd_hp_record pub;
 	struct hp_rec *next; /* set before the record is pushed, never changed after */
 	int in_use;	     /* __atomic: 1 from register to unregister */
+	uint64_t owner;	     /* __atomic: bd_owner_self() of the registering thread */
 };
 
 struct barrierd_hp {
@@ -63,14 +64,19 @@ BDLIB_EXPORT struct barrierd_hp_record *barrierd_hp_register(struct barrierd_hp 
 
 		if (!__atomic_load_n(&r->in_use, __ATOMIC_RELAXED) &&
 		    __atomic_compare_exchange_n(&r->in_use, &free_, 1, false, __ATOMIC_ACQ_REL,
-						__ATOMIC_RELAXED))
+						__ATOMIC_RELAXED)) {
+			/* Before the first protect: as in lib/epoch.c, a slot comes with its owner.
+			 */
+			__atomic_store_n(&r->owner, bd_owner_self(), __ATOMIC_RELEASE);
 			return &r->pub;
+		}
 	}
 	r = aligned_alloc(128, sizeof(*r));
 	if (!r)
 		return NULL;
 	memset(r, 0, sizeof(*r));
 	r->in_use = 1;
+	r->owner = bd_owner_self();
 	/*
 	 * A scan that loaded head before this locked CAS misses the record, harmlessly: the CAS
 	 * is performed after that load, itself after the scan's barrier, so after the unlinks of
@@ -129,7 +135,12 @@ static int collect(const struct barrierd_hp *d, void ***out, size_t *n)
 		for (unsigned i = 0; i < BARRIERD_HP_SLOTS; i++) {
 			void *p = __atomic_load_n(&r->pub.hp[i], __ATOMIC_ACQUIRE);
 
-			if (p)
+			/*
+			 * A slot of a thread this process does not have (a forked child's copy):
+			 * nobody here dereferences it.  The owner after the slot, as in
+			 * lib/epoch.c's wait_record.
+			 */
+			if (p && bd_owner_here(__atomic_load_n(&r->owner, __ATOMIC_ACQUIRE)))
 				h[(*n)++] = p;
 		}
 	if (*n > 1)

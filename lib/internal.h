@@ -345,5 +345,12 @@ int64_t bd_reclaim_left(uint64_t deadline);
  * from 1 us doubling to 1 ms, never past deadline.  0, or -ETIMEDOUT.
  */
 int bd_reclaim_backoff(unsigned *step, uint64_t deadline);
+/* This thread's owner id for the records it registers (issued on first use; never 0). */
+uint64_t bd_owner_self(void);
+/*
+ * May the thread with this id run in this process?  False only for a thread of a process this
+ * one was forked from, other than the thread that forked it: its record is nobody's here.
+ */
+bool bd_owner_here(uint64_t id);
 
 #endif

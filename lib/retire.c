@@ -7,6 +7,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -136,4 +137,42 @@ int bd_reclaim_backoff(unsigned *step, uint64_t deadline)
 	ts.tv_nsec = (long)(ns % 1000000000ULL);
 	nanosleep(&ts, NULL);
 	return 0;
+}
+
+/*
+ * Records across fork(): the child has only the thread that forked, and the other threads'
+ * records, copied with the memory, would hold its writers for ever (an epoch shown for good)
+ * or keep its objects (a slot never cleared).  A record names its thread by an id issued in
+ * the process from one counter; in a child, the ids issued before the fork belong to threads
+ * the child does not have, except the forking thread's.  Both set by the child's handler while
+ * it is the only thread.
+ */
+static uint64_t owner_next;	/* __atomic: the last id issued */
+static uint64_t owner_floor;	/* ids at or below: issued before this process was forked */
+static uint64_t owner_survivor; /* the forking thread's id (0: it had none) */
+static __thread uint64_t owner_self;
+
+static void owner_after_fork_child(void)
+{
+	__atomic_store_n(&owner_floor, __atomic_load_n(&owner_next, __ATOMIC_RELAXED),
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&owner_survivor, owner_self, __ATOMIC_RELAXED);
+}
+
+__attribute__((constructor)) static void owner_register_fork_handler(void)
+{
+	pthread_atfork(NULL, NULL, owner_after_fork_child);
+}
+
+uint64_t bd_owner_self(void)
+{
+	if (!owner_self)
+		owner_self = __atomic_add_fetch(&owner_next, 1, __ATOMIC_RELAXED);
+	return owner_self;
+}
+
+bool bd_owner_here(uint64_t id)
+{
+	return id > __atomic_load_n(&owner_floor, __ATOMIC_RELAXED) ||
+	       id == __atomic_load_n(&owner_survivor, __ATOMIC_RELAXED);
 }
