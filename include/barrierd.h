@@ -314,9 +314,10 @@ struct barrierd_open_opts {
  * -ENOENT, barrierd_open_opts() returns a handle without a file, which maps the file (with
  * every check of an open) as soon as a call finds it there; a file a daemon is still
  * creating (not yet readable to us, shorter than a header, no magic yet) counts as not there.
- * Until then: waits and barriers take the fallback at once if the handle has one, or else
- * sleep 300 ms (less with a shorter timeout), look for the file once more and, if it is still
- * missing, return -ESTALE; a barrierd_barrier() that finds it goes on with a fresh stamp.
+ * Until then: waits and barriers take the fallback at once if the handle has one (for a stamp
+ * it proves, as below: not a ns stamp from the future, nor a vtime stamp other than the
+ * UINT64_MAX below), or else sleep 300 ms (less with a shorter timeout), look for the file once
+ * more and, if it is still missing, return -ESTALE; a barrierd_barrier() that finds it goes on with a fresh stamp.
  * barrierd_open_ns() is the handle's creation until then, and the file's open after: a ns
  * stamp between the two, or the UINT64_MAX that barrierd_stamp_vtime() returns without a file,
  * predates the file and can only be served by the fallback (-EINVAL without, as any stamp at
@@ -409,7 +410,10 @@ bool barrierd_passed_vtime(const struct barrierd *b, uint64_t vtime);
  * or below barrierd_open_ns(), bad arguments); -EPROTO (namespace offset unknown); with
  * BARRIERD_FALLBACK_MEMBARRIER, the result of membarrier(MEMBARRIER_CMD_GLOBAL): 0, or its
  * error (-EINVAL under nohz_full, -EPERM/-ENOSYS under seccomp), never a success it did not
- * get.  Those three errors mean membarrier is unavailable: while the daemon is live and a nudge
+ * get, and only for a stamp the call proves: a ns stamp below the clock read before the call,
+ * a vtime stamp at or below the file's vtime loaded before it (a stamp from the future gets
+ * what it gets without the fallback: -ESTALE for a ns stamp above the clock, the daemon's
+ * answer or -ETIMEDOUT for a vtime).  Those three errors mean membarrier is unavailable: while the daemon is live and a nudge
  * thread of it serves every CPU the wait still lags on (ABI 1.2's per-CPU flags), a wait whose
  * fallback gets one of them goes on waiting for the daemon (which serves tickless CPUs by
  * nudges) until its timeout; otherwise, and for a dead or stopped daemon, it returns it.

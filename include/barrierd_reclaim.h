@@ -11,6 +11,12 @@
  *
  * Domains are opaque.  A record is a reader's: one per thread, registered once, used only by
  * its thread for reads.  The fields the inline read side touches are ABI (below).
+ *
+ * fork(): in the child, the records of the parent's other threads (which the child does not
+ * have) hold nothing: their sections and hazard slots are ignored; the forking thread's record
+ * and the child's own threads' count as usual.  Objects retired before the fork are on both
+ * processes' lists, and each frees its copy with fn: a free function whose effect reaches
+ * beyond the process (shared memory, another process) runs twice; reclaim before fork().
  */
 #ifndef BARRIERD_RECLAIM_H
 #define BARRIERD_RECLAIM_H
