@@ -317,11 +317,11 @@ struct barrierd_open_opts {
  * Until then: waits and barriers take the fallback at once if the handle has one (for a stamp
  * it proves, as below: not a ns stamp from the future, nor a vtime stamp other than the
  * UINT64_MAX below), or else sleep 300 ms (less with a shorter timeout), look for the file once
- * more and, if it is still missing, return -ESTALE; a barrierd_barrier() that finds it goes on with a fresh stamp.
- * barrierd_open_ns() is the handle's creation until then, and the file's open after: a ns
- * stamp between the two, or the UINT64_MAX that barrierd_stamp_vtime() returns without a file,
- * predates the file and can only be served by the fallback (-EINVAL without, as any stamp at
- * or below barrierd_open_ns()).  barrierd_passed() and barrierd_live() are false,
+ * more and, if it is still missing, return -ESTALE; a barrierd_barrier() that finds it goes on
+ * with a fresh stamp.  barrierd_open_ns() is the handle's creation until then, and the file's open
+ * after: a ns stamp between the two, or the UINT64_MAX that barrierd_stamp_vtime() returns without
+ * a file, predates the file and can only be served by the fallback (-EINVAL without, as any stamp
+ * at or below barrierd_open_ns()).  barrierd_passed() and barrierd_live() are false,
  * barrierd_mapping() is NULL, and barrierd_request() looks for the file (-ENOENT while it is
  * missing, or when the last look was under 10 ms ago: at most one look per 10 ms per handle).
  */
@@ -413,10 +413,11 @@ bool barrierd_passed_vtime(const struct barrierd *b, uint64_t vtime);
  * get, and only for a stamp the call proves: a ns stamp below the clock read before the call,
  * a vtime stamp at or below the file's vtime loaded before it (a stamp from the future gets
  * what it gets without the fallback: -ESTALE for a ns stamp above the clock, the daemon's
- * answer or -ETIMEDOUT for a vtime).  Those three errors mean membarrier is unavailable: while the daemon is live and a nudge
- * thread of it serves every CPU the wait still lags on (ABI 1.2's per-CPU flags), a wait whose
- * fallback gets one of them goes on waiting for the daemon (which serves tickless CPUs by
- * nudges) until its timeout; otherwise, and for a dead or stopped daemon, it returns it.
+ * answer or -ETIMEDOUT for a vtime).  Those three errors mean membarrier is unavailable:
+ * while the daemon is live and a nudge thread of it serves every CPU the wait still lags on
+ * (ABI 1.2's per-CPU flags), a wait whose fallback gets one of them goes on waiting for the
+ * daemon (which serves tickless CPUs by nudges) until its timeout; otherwise, and for a dead or
+ * stopped daemon, it returns it.
  */
 int barrierd_wait(struct barrierd *b, uint64_t stamp_ns, int64_t timeout_ns);
 /* The same for a barrierd_stamp_vtime() stamp. */
