@@ -15,6 +15,7 @@
  */
 #include "check.h"
 #include "kernel_check.h"
+#include "lfence_check.h"
 #include "path_trust.h"
 #include "state_file.h"
 #include "timens_check.h"
@@ -113,6 +114,16 @@ static void check_kernel(struct checker *c)
 	else
 		report(c, V_OK, "time namespace",
 		       "the host's CLOCK_MONOTONIC, as the programs see it");
+	{
+		struct lfence_cpuid cpu;
+		char why[320];
+
+		lfence_cpuid_read(&cpu);
+		if (lfence_doubt(&cpu, why, sizeof(why)))
+			report(c, V_WARN, "lfence", "%s", why);
+		else
+			report(c, V_OK, "lfence", "%s", why);
+	}
 }
 
 static void check_btf(struct checker *c)

@@ -7,6 +7,7 @@
 #include "doorbell.h"
 #include "kernel_check.h"
 #include "kernel_files.h"
+#include "lfence_check.h"
 #include "log.h"
 #include "nudge.h"
 #include "notify.h"
@@ -439,6 +440,15 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	ret = kernel_check(err, errlen);
 	if (ret)
 		return ret;
+	{
+		/* An assumption nothing can check in a guest: named, not refused (DESIGN §5). */
+		struct lfence_cpuid cpu;
+		char why[320];
+
+		lfence_cpuid_read(&cpu);
+		if (lfence_doubt(&cpu, why, sizeof(why)))
+			log_warn("%s", why);
+	}
 	/* Connect to the service manager now: the sandbox forbids new sockets later. */
 	ret = notify_init(&d->notify);
 	if (ret)
