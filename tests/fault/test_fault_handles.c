@@ -307,6 +307,85 @@ static void idle_handle_drops_at_first_call(void **state)
 	barrierd_close(b);
 }
 
+/* ---- fork_with_section_open ------------------------------------------------------------ */
+
+static atomic_int g_block;    /* 1: the observer holds its caller inside the read section */
+static atomic_int g_in_block; /* the observer is holding it */
+
+static void block_in_section(void *arg, uint64_t T, unsigned cpu, int kind, uint64_t value)
+{
+	(void)arg, (void)T, (void)cpu, (void)kind, (void)value;
+	if (!atomic_load(&g_block))
+		return;
+	atomic_store(&g_in_block, 1);
+	while (atomic_load(&g_block))
+		test_sleep_ms(1);
+}
+
+static void *barrier_thread(void *arg)
+{
+	(void)barrierd_barrier(arg, 5 * (int64_t)TEST_SEC);
+	return NULL;
+}
+
+/*
+ * A child forked while a thread of the parent reads the handle's set (held in the credit
+ * observer): that section never ends in the child, yet the child lets the parent's set go
+ * (it never uses it) and holds its own alone once called.  Exit codes: the check that failed.
+ */
+static int child_checks(struct barrierd *b)
+{
+	atomic_store(&g_block, 0);
+	for (int i = 0; i < GUARD_S * 50; i++) {
+		int ret = barrierd_barrier(b, (int64_t)TEST_SEC);
+
+		if (ret != 0 && ret != -ETIMEDOUT)
+			return 2;
+		if (barrierd_direct(b) && held_links(0, NULL, 0) == 1)
+			return 0;
+		test_sleep_ms(20);
+	}
+	fprintf(stderr, "child: direct %d, sched_switch links held %d\n", barrierd_direct(b),
+		held_links(0, NULL, 0));
+	return 3;
+}
+
+static void fork_with_section_open(void **state)
+{
+	struct barrierd *b;
+	pthread_t t;
+	pid_t pid;
+	int st;
+
+	(void)state;
+	b = open_direct();
+	assert_int_equal(barrierd_set_credit_observer(b, block_in_section, NULL), 0);
+	atomic_store(&g_in_block, 0);
+	atomic_store(&g_block, 1);
+	assert_int_equal(pthread_create(&t, NULL, barrier_thread, b), 0);
+	for (int i = 0; i < GUARD_S * 100 && !atomic_load(&g_in_block); i++)
+		test_sleep_ms(10);
+	if (!atomic_load(&g_in_block)) {
+		atomic_store(&g_block, 0);
+		pthread_join(t, NULL);
+		fail_msg("no barrier was credited from the slots");
+	}
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(child_checks(b));
+	st = test_reap(pid, GUARD_S * 2);
+	atomic_store(&g_block, 0);
+	pthread_join(t, NULL);
+	assert_true(st != -1 && WIFEXITED(st));
+	if (WEXITSTATUS(st))
+		fail_msg("the child failed check %d", WEXITSTATUS(st));
+	/* The parent's own set is untouched: still in use, one link. */
+	assert_true(barrierd_direct(b));
+	assert_int_equal(held_links(0, NULL, 0), 1);
+	barrierd_close(b);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -324,6 +403,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(idle_handle_drops_at_first_call, setup, f_teardown),
 	    cmocka_unit_test_setup_teardown(restarts_under_handle, setup, f_teardown),
+	    cmocka_unit_test_setup_teardown(fork_with_section_open, setup, f_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
