@@ -289,8 +289,9 @@ BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_slots_msg, nlinks) == 32, "abi")
  * barrierd_close().  The library needs no privilege, makes no bpf() call and only reads the
  * file and, since ABI 1.3, the slots the daemon hands out on its socket (barrierd_direct());
  * it is x86-64 only.  A handle holds descriptors (the slots map and a BPF link, close-on-exec)
- * until barrierd_close(): closing them behind its back voids the direct path's argument
- * (docs/CLIENT.md); a forked child fetches its own.
+ * until its first call after their daemon was replaced or stopped, or barrierd_close():
+ * closing them behind its back voids the direct path's argument (docs/CLIENT.md); a forked
+ * child fetches its own.
  */
 struct barrierd;
 
@@ -358,7 +359,10 @@ int barrierd_open_opts(struct barrierd **out, const char *path,
 #if defined(__cplusplus) && defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif
-/* Unmap and free.  NULL is allowed. */
+/*
+ * Unmap, close and free.  NULL is allowed.  No other call may use the handle during or after
+ * it; a second close of the same handle is undefined behaviour, as a second free() is.
+ */
 void barrierd_close(struct barrierd *b);
 
 /*

@@ -2,7 +2,8 @@
 /*
  * Direct evidence: crediting CPUs from the BPF slots themselves (docs/DESIGN.md rule 11,
  * §3.13).  The handle holds the frozen slots map and every program link (lib/slots_fetch.c),
- * so the programs stay attached, and the idle words live, for as long as it can load them.
+ * so the programs stay attached, and the idle words live, for as long as it can load them
+ * (lib/direct_sets.c: a set is released only once no read section holds it).
  */
 #include "internal.h"
 
@@ -10,13 +11,10 @@
 #include <sched.h>
 #include <string.h>
 
-const struct bd_direct *bd_direct_use(const struct barrierd *b)
+bool bd_direct_usable(const struct barrierd *b, const struct bd_direct *d)
 {
-	const struct bd_direct *d = __atomic_load_n(&b->direct, __ATOMIC_ACQUIRE);
 	uint64_t f;
 
-	if (!d)
-		return NULL;
 	/*
 	 * Not soundness (the slots need no daemon): a stopped daemon's tracer is let go, and a
 	 * restarted daemon's slots are fetched (bd_direct_refresh) instead of an old run's.
@@ -24,15 +22,13 @@ const struct bd_direct *bd_direct_use(const struct barrierd *b)
 	f = bd_load(&b->hdr->flags);
 	if (!(f & BARRIERD_FLAG_RUNNING) || (f & BARRIERD_FLAG_STOPPED) ||
 	    bd_load(&b->hdr->generation) != d->generation)
-		return NULL;
+		return false;
 	/*
 	 * A forked child does not use its parent's set: a child that closes every descriptor it
 	 * inherited (close_range() when it daemonises) would otherwise load slots whose link
 	 * nobody holds once the parent exits.  It fetches its own (bd_direct_refresh).
 	 */
-	if (d->fork_gen != __atomic_load_n(&bd_fork_gen, __ATOMIC_ACQUIRE))
-		return NULL;
-	return d;
+	return d->fork_gen == __atomic_load_n(&bd_fork_gen, __ATOMIC_ACQUIRE);
 }
 
 static inline void observe(const struct barrierd *b, uint64_t T, uint64_t c, int kind,
@@ -128,19 +124,15 @@ uint64_t bd_direct_credit(const struct barrierd *b, const struct bd_direct *d, u
 	return remaining;
 }
 
-int bd_direct_passed(const struct barrierd *b, uint64_t T, const unsigned long *set, size_t nbits,
-		     unsigned long *left_out, bool *clock_only)
+/* bd_direct_passed, inside a read section of d (lib/direct_sets.c). */
+static int passed_by(const struct barrierd *b, const struct bd_direct *d, uint64_t T,
+		     const unsigned long *set, size_t nbits, unsigned long *left_out,
+		     bool *clock_only)
 {
 	const size_t bits = 8 * sizeof(unsigned long);
-	const struct bd_direct *d = bd_direct_use(b);
 	unsigned long left[BD_CPU_WORDS], filed[BD_CPU_WORDS];
 	size_t words = (b->ncpu + bits - 1) / bits;
 	uint64_t stamped = 0, remaining, nfiled = 0;
-
-	if (clock_only)
-		*clock_only = false;
-	if (!d)
-		return -1;
 	/*
 	 * A stamp the file already passed costs its few loads only: the global word first (the
 	 * fresh stamp of barrierd_barrier(), which asks for clock_only, never has that).
@@ -185,9 +177,34 @@ int bd_direct_passed(const struct barrierd *b, uint64_t T, const unsigned long *
 	return bd_cpus_passed(b, filed, words * bits, T);
 }
 
+int bd_direct_passed(const struct barrierd *b, uint64_t T, const unsigned long *set, size_t nbits,
+		     unsigned long *left_out, bool *clock_only)
+{
+	struct bd_direct_ref ref;
+	const struct bd_direct *d;
+	int r;
+
+	if (clock_only)
+		*clock_only = false;
+	/* The set stays mapped, and its link held, until the section ends (bd_direct_put). */
+	d = bd_direct_get(b, &ref);
+	if (!d)
+		return -1;
+	r = passed_by(b, d, T, set, nbits, left_out, clock_only);
+	bd_direct_put(b, &ref);
+	return r;
+}
+
 BDLIB_EXPORT bool barrierd_direct(const struct barrierd *b)
 {
-	return b && bd_hdr(b) && bd_direct_use(b) != NULL;
+	struct bd_direct_ref ref;
+	const struct bd_direct *d;
+
+	if (!b || !bd_hdr(b))
+		return false;
+	d = bd_direct_get(b, &ref);
+	bd_direct_put(b, &ref);
+	return d != NULL;
 }
 
 BDLIB_EXPORT int barrierd_set_credit_observer(struct barrierd *b, barrierd_credit_fn fn, void *arg)

@@ -16,10 +16,11 @@
 #define BD_CPU_WORDS (BARRIERD_MAX_CPUS / (8 * sizeof(unsigned long)))
 
 /*
- * Slots sets a handle may fetch in its life (one per daemon run it meets).  Each is kept, its
- * descriptors open, until barrierd_close(): another thread may still be loading from it.
+ * Slots sets a handle holds at once (lib/direct_sets.c): the one in use, and room for sets of
+ * daemons that are gone while a call of another thread still loads from them.  A set is
+ * dropped once no call can load from it; a handle meets any number of daemon runs.
  */
-#define BD_DIRECT_MAX_SETS 4
+#define BD_DIRECT_SETS 3
 
 /* The daemon's slots and links, as received on its socket (DESIGN rule 11). */
 struct bd_direct {
@@ -71,11 +72,17 @@ struct barrierd {
 	    created_ns;	 /* host time at open: stamps after it, before open_ns, predate the file */
 	int attach_busy; /* __atomic: one attach at a time (a trylock) */
 	uint64_t attach_next_ns; /* __atomic: no attempt before this host time */
-	/* Direct evidence (lib/direct.c, lib/slots_fetch.c). */
-	const struct bd_direct *direct; /* __atomic: the newest set, or NULL (release/acquire) */
-	struct bd_direct *direct_sets[BD_DIRECT_MAX_SETS]; /* every set fetched: freed at close */
-	unsigned direct_nsets;
-	int direct_busy;	 /* __atomic: one fetch at a time (a trylock, fork-tagged) */
+	/*
+	 * Direct evidence (lib/direct.c, lib/slots_fetch.c), its sets' lifetime in
+	 * lib/direct_sets.c.  direct_sets[i] is written only under direct_busy; a call reads it
+	 * only inside a read section of set i (bd_direct_enter), which keeps it from being freed.
+	 */
+	struct bd_direct *direct_sets[BD_DIRECT_SETS]; /* the sets held, NULL where none */
+	/* __atomic: per set, (fork generation << 32) | the read sections open in it */
+	uint64_t direct_readers[BD_DIRECT_SETS];
+	int direct_cur;	     /* __atomic: 1 + the index of the set in use, 0 for none */
+	unsigned direct_old; /* __atomic: sets held but not in use (calls try to drop them) */
+	int direct_busy;     /* __atomic: one fetch or drop at a time (a trylock, fork-tagged) */
 	uint64_t direct_next_ns; /* __atomic: no fetch before this raw clock time */
 	uint64_t direct_backoff; /* ns to wait after the next failed fetch (doubling) */
 	bool no_direct;		 /* BARRIERD_OPEN_NO_DIRECT */
@@ -245,11 +252,50 @@ uint64_t bd_liveness_ns(const struct barrierd *b);
 int bd_file_moved(const struct barrierd *b);
 
 /*
- * Direct evidence (DESIGN rule 11, lib/direct.c).  The slots set to credit from now: the
- * newest one, if the file is marked running (not stopped) in the generation it came with;
- * else NULL.  A policy (a stopped or replaced daemon's tracer is let go), not soundness.
+ * Direct evidence (DESIGN rule 11, lib/direct.c).  May the set be credited from now: is the
+ * file marked running (not stopped) in the generation it came with, and was it fetched by
+ * this process (not a parent's, after a fork)?  A policy (a stopped or replaced daemon's
+ * tracer is let go), not soundness.  A set that fails it is never used again: it is dropped.
  */
-const struct bd_direct *bd_direct_use(const struct barrierd *b);
+bool bd_direct_usable(const struct barrierd *b, const struct bd_direct *d);
+
+/* ---- the sets' lifetime (lib/direct_sets.c) ---------------------------------------------- */
+
+/* A read section of one set: what bd_direct_get gave, for bd_direct_put. */
+struct bd_direct_ref {
+	int cur;      /* 1 + the set's index, 0: none */
+	unsigned gen; /* bd_fork_gen at entry: the section counts in that process's tally */
+};
+
+/*
+ * The set to credit from, inside a read section (no thread frees it until bd_direct_put), or
+ * NULL (no section open).  Never blocks.  A set found unusable is retired, and sets no longer
+ * in use are dropped once no section reads them, by whichever call gets the lock first.
+ */
+const struct bd_direct *bd_direct_get(const struct barrierd *b, struct bd_direct_ref *ref);
+void bd_direct_put(const struct barrierd *b, const struct bd_direct_ref *ref);
+
+/* A call that credits nothing from the slots (a vtime wait): drop sets that are gone. */
+void bd_direct_tidy(const struct barrierd *b);
+
+/* direct_busy, as a trylock that a forked child takes over: true if taken. */
+bool bd_direct_lock(struct barrierd *b);
+void bd_direct_unlock(struct barrierd *b);
+
+/*
+ * Under the lock: retire the set in use if it is unusable, and drop every other set that no
+ * read section holds.  Returns true if a usable set stays in use.
+ */
+bool bd_direct_reap(struct barrierd *b);
+
+/*
+ * Under the lock, after bd_direct_reap returned false: publish d as the set in use.  0, or
+ * -EBUSY with d untouched (every place holds a set still read: try again later).
+ */
+int bd_direct_install(struct barrierd *b, struct bd_direct *d);
+
+/* Unmap one set, close its descriptors (those still ours) and free it (lib/slots_fetch.c). */
+void bd_direct_release(struct bd_direct *d);
 
 /*
  * Credit from d every CPU in left[] (ncpu bits) that the slots show passed ns stamp T, and
@@ -274,13 +320,13 @@ int bd_direct_passed(const struct barrierd *b, uint64_t T, const unsigned long *
 /*
  * Ask the daemon for its slots (lib/slots_fetch.c) when the file offers them and the handle
  * has none of this daemon's (or of this process: after a fork): at most one attempt per
- * 100 ms per handle, backing off to 10 s while attempts fail, BD_DIRECT_MAX_SETS sets in all,
- * never blocking another thread (a trylock), and not with less than twice the reply timeout
- * of budget_ns left (< 0: no limit).  Silent: any failure leaves the handle on the file alone.
+ * 100 ms per handle, backing off to 10 s while attempts fail, never blocking another thread (a
+ * trylock), and not with less than twice the reply timeout of budget_ns left (< 0: no limit).
+ * Silent: any failure leaves the handle on the file alone.
  */
 void bd_direct_refresh(struct barrierd *b, int64_t budget_ns);
 
-/* Unmap and close every set (barrierd_close). */
+/* Release every set (barrierd_close: no call runs concurrently). */
 void bd_direct_free(struct barrierd *b);
 
 /*

@@ -2,7 +2,8 @@
 /*
  * Fetching the daemon's slots (docs/PROTOCOL.md §6.12, DESIGN rule 11): connect to the socket
  * beside the state file, receive the frozen slots map and the sched_switch link, check what was
- * received, map the slots read-only, and keep every descriptor until barrierd_close().
+ * received, map the slots read-only, and keep every descriptor until the set is released
+ * (lib/direct_sets.c: once its daemon is gone and no call reads it, or at barrierd_close()).
  *
  * What makes a received set trustworthy: the socket is found through the state file's trusted
  * directory and is a trusted owner's; the peer is root (or the trusted uid); the map is a
@@ -259,12 +260,9 @@ static int fetch(const struct barrierd *b, struct bd_direct **out)
 void bd_direct_refresh(struct barrierd *b, int64_t budget_ns)
 {
 	const struct barrierd_header *h = bd_hdr(b);
-	const struct bd_direct *cur;
 	struct bd_direct *d;
-	uint64_t now, flags, backoff;
-	/* Nonzero, and different in every forked child (as bd_ext_refresh's lock). */
-	int mine = (int)((__atomic_load_n(&bd_fork_gen, __ATOMIC_ACQUIRE) << 1) | 1);
-	int expected = 0, ret;
+	uint64_t flags, backoff;
+	int ret;
 
 	if (b->no_direct || !h)
 		return;
@@ -275,33 +273,22 @@ void bd_direct_refresh(struct barrierd *b, int64_t budget_ns)
 	if (!(flags & BARRIERD_FEAT_DIRECT) || !(flags & BARRIERD_FLAG_RUNNING) ||
 	    (flags & BARRIERD_FLAG_STOPPED))
 		return;
-	cur = __atomic_load_n(&b->direct, __ATOMIC_ACQUIRE);
-	if (cur && cur->generation == bd_load(&h->generation) &&
-	    cur->fork_gen == __atomic_load_n(&bd_fork_gen, __ATOMIC_ACQUIRE))
+	if (bd_clock_raw() < __atomic_load_n(&b->direct_next_ns, __ATOMIC_RELAXED))
 		return;
-	now = bd_clock_raw();
-	if (now < __atomic_load_n(&b->direct_next_ns, __ATOMIC_RELAXED))
+	if (!bd_direct_lock(b))
 		return;
-	/*
-	 * One thread at a time, and nobody waits for it.  The lock holds the holder's fork
-	 * generation: a child forked while a thread of the parent fetched takes it over.
-	 */
-	if (!__atomic_compare_exchange_n(&b->direct_busy, &expected, mine, false, __ATOMIC_ACQUIRE,
-					 __ATOMIC_RELAXED) &&
-	    (expected == mine ||
-	     !__atomic_compare_exchange_n(&b->direct_busy, &expected, mine, false, __ATOMIC_ACQUIRE,
-					  __ATOMIC_RELAXED)))
-		return;
-	if (b->direct_nsets >= BD_DIRECT_MAX_SETS) {
-		__atomic_store_n(&b->direct_next_ns, UINT64_MAX, __ATOMIC_RELAXED);
+	/* The set in use is this daemon's, of this process: nothing to fetch. */
+	if (bd_direct_reap(b))
 		goto out;
-	}
 	ret = fetch(b, &d);
 	if (ret == 0) {
-		b->direct_sets[b->direct_nsets++] = d;
+		/* Every place holds a set a call still reads: keep the old daemon's for now. */
+		ret = bd_direct_install(b, d);
+		if (ret)
+			bd_direct_release(d);
+	}
+	if (ret == 0) {
 		b->direct_backoff = 0;
-		/* Release: a reader that loads the pointer sees the mapping and generation. */
-		__atomic_store_n(&b->direct, d, __ATOMIC_RELEASE);
 		backoff = FETCH_RETRY_NS;
 	} else {
 		/*
@@ -317,7 +304,7 @@ void bd_direct_refresh(struct barrierd *b, int64_t budget_ns)
 	}
 	__atomic_store_n(&b->direct_next_ns, bd_clock_raw() + backoff, __ATOMIC_RELAXED);
 out:
-	__atomic_store_n(&b->direct_busy, 0, __ATOMIC_RELEASE);
+	bd_direct_unlock(b);
 }
 
 /* Close fd only if it still holds the object we received there (id from its fdinfo). */
@@ -327,23 +314,17 @@ static void close_if_ours(int fd, uint64_t id)
 		close(fd);
 }
 
-void bd_direct_free(struct barrierd *b)
+void bd_direct_release(struct bd_direct *d)
 {
 	/*
 	 * The mapping first, the links last: no load of these slots happens after the links
-	 * that keep them live are gone (barrierd_close() is not concurrent with any call).  A
+	 * that keep them live are gone (no read section holds the set, lib/direct_sets.c).  A
 	 * number is closed only while it still holds what we received there: a forked child
 	 * that closed its inherited descriptors may have had the numbers reused since (by its
 	 * own set, or by anything of the application's).
 	 */
-	for (unsigned i = 0; i < b->direct_nsets; i++) {
-		struct bd_direct *d = b->direct_sets[i];
-
-		munmap((void *)d->slots, d->len);
-		for (unsigned j = 0; j < d->nfds; j++)
-			close_if_ours(d->fds[j], d->ids[j]);
-		free(d);
-	}
-	b->direct_nsets = 0;
-	b->direct = NULL;
+	munmap((void *)d->slots, d->len);
+	for (unsigned j = 0; j < d->nfds; j++)
+		close_if_ours(d->fds[j], d->ids[j]);
+	free(d);
 }

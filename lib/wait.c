@@ -462,6 +462,9 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 	/* Opened before the extension was laid out: pick it up (its stop snapshot, doorbell). */
 	if (!bd_ext(b))
 		bd_ext_refresh(b);
+	/* A vtime wait credits nothing from the slots, but drops a gone daemon's set as well. */
+	if (t->kind == T_VTIME)
+		bd_direct_tidy(b);
 	/*
 	 * barrierd_barrier()'s stamp passed by idle and own-CPU credit alone (DESIGN §3.13): both
 	 * clock readings were taken in this call, in one time namespace (setns() needs a

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The lifetime of a handle's slot sets (docs/DESIGN.md §3.13): a set of a daemon that is gone
+ * is dropped, its mapping unmapped and its link closed, once no call can still load from it.
+ * The library has no thread: the calls themselves drop what is gone, at their first entry
+ * after the daemon changed, and barrierd_close() drops the rest.
+ *
+ * Readers are the calls that credit from a set (lib/direct.c), in any thread, with no lock.
+ * Each set has a tally of the read sections open in it, tagged with the fork generation that
+ * counted them.  A section:
+ *
+ *	c = load(direct_cur); tally[c] += 1; load(direct_cur) == c, or undo and start over;
+ *	... loads of set c ...; tally[c] -= 1.
+ *
+ * A writer, under direct_busy, retires the set in use by storing another direct_cur, and then
+ * frees a set that is not in use only when its tally reads 0.  What orders what: the reader's
+ * increment (a locked instruction) and its second load of direct_cur, against the writer's
+ * store of direct_cur and its later load of the tally (a store-load pair, made sequentially
+ * consistent by storing with a locked XCHG: both sides' first access is a locked instruction,
+ * which no later load passes).  In that single order either the increment comes
+ * first, and the writer's load of the tally sees it, so the set is kept until the matching
+ * decrement; or the writer's store comes first, and the reader's second load sees the new
+ * direct_cur and backs out without touching the set.  A reader that backs out or leaves a
+ * set only ever lowers a tally it raised, so a tally of 0 read after the store means no
+ * section of that set is open, nor can open.  The decrement is a release and the tally's
+ * load an acquire, so every load of a section is done before the set's unmapping.
+ *
+ * A set's place may be filled again while a late reader still raises its tally: that reader
+ * reads nothing of the place before its second load of direct_cur, which is the writer's
+ * release store (the place was filled first), or another value, and then it backs out.
+ *
+ * Fork: a child has only the forking thread, but the tallies it inherited count the parent's
+ * sections too, which never end in the child.  A tally tagged with another fork generation
+ * counts for nothing, and the first section of the child's generation restarts it at 1.
+ */
+#include "internal.h"
+
+#include <errno.h>
+
+/* The tally of sections of generation gen, from its word. */
+static unsigned tally(uint64_t w, unsigned gen)
+{
+	return (unsigned)(w >> 32) == gen ? (unsigned)w : 0;
+}
+
+/* A section begins: a locked instruction, the first half of the store-load pair. */
+static void tally_up(uint64_t *w, unsigned gen)
+{
+	uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED), n;
+
+	do {
+		n = (unsigned)(v >> 32) == gen ? v + 1 : ((uint64_t)gen << 32 | 1);
+	} while (!__atomic_compare_exchange_n(w, &v, n, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+}
+
+/* A section ends: release, after its last load of the set. */
+static void tally_down(uint64_t *w, unsigned gen)
+{
+	uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
+
+	do {
+		if ((unsigned)(v >> 32) != gen || !(unsigned)v)
+			return; /* a parent's section, ended in a forked child: not counted here */
+	} while (
+	    !__atomic_compare_exchange_n(w, &v, v - 1, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+
+/*
+ * The tallies are the handle's bookkeeping, not its meaning: calls taking a const handle
+ * count their sections in them (the handle is always the library's own allocation).
+ */
+static uint64_t *tally_word(const struct barrierd *b, int cur)
+{
+	return (uint64_t *)&b->direct_readers[cur - 1];
+}
+
+static const struct bd_direct *enter(const struct barrierd *b, struct bd_direct_ref *ref)
+{
+	ref->gen = __atomic_load_n(&bd_fork_gen, __ATOMIC_ACQUIRE);
+	for (;;) {
+		int cur = __atomic_load_n(&b->direct_cur, __ATOMIC_SEQ_CST);
+
+		ref->cur = cur;
+		if (!cur)
+			return NULL;
+		tally_up(tally_word(b, cur), ref->gen);
+		/* The second load: after the locked increment, so a retiring writer sees one. */
+		if (__atomic_load_n(&b->direct_cur, __ATOMIC_SEQ_CST) == cur)
+			return b->direct_sets[cur - 1];
+		tally_down(tally_word(b, cur), ref->gen);
+	}
+}
+
+/* Under no lock: take it (or leave it to the thread that has it), reap, let it go. */
+static void reap_now(const struct barrierd *b)
+{
+	/* Dropping what no call can use changes nothing a caller sees of the handle. */
+	struct barrierd *m = (struct barrierd *)b;
+
+	if (!bd_direct_lock(m))
+		return;
+	bd_direct_reap(m);
+	bd_direct_unlock(m);
+}
+
+void bd_direct_put(const struct barrierd *b, const struct bd_direct_ref *ref)
+{
+	if (!ref->cur)
+		return;
+	tally_down(tally_word(b, ref->cur), ref->gen);
+	/*
+	 * A set retired while this section read it was kept for it: drop it now, so that a
+	 * handle nobody calls again does not keep it beside the one in use.
+	 */
+	if (__atomic_load_n(&b->direct_old, __ATOMIC_RELAXED))
+		reap_now(b);
+}
+
+bool bd_direct_lock(struct barrierd *b)
+{
+	/* Nonzero, and different in every forked child (as bd_ext_refresh's lock). */
+	int mine = (int)((__atomic_load_n(&bd_fork_gen, __ATOMIC_ACQUIRE) << 1) | 1);
+	int expected = 0;
+
+	/*
+	 * One thread at a time, and nobody waits for it.  The lock holds the holder's fork
+	 * generation: a child forked while a thread of the parent held it takes it over.
+	 */
+	return __atomic_compare_exchange_n(&b->direct_busy, &expected, mine, false,
+					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED) ||
+	       (expected != mine &&
+		__atomic_compare_exchange_n(&b->direct_busy, &expected, mine, false,
+					    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED));
+}
+
+void bd_direct_unlock(struct barrierd *b)
+{
+	__atomic_store_n(&b->direct_busy, 0, __ATOMIC_RELEASE);
+}
+
+bool bd_direct_reap(struct barrierd *b)
+{
+	unsigned gen = __atomic_load_n(&bd_fork_gen, __ATOMIC_ACQUIRE), old = 0;
+	int cur = __atomic_load_n(&b->direct_cur, __ATOMIC_RELAXED); /* only we store it */
+
+	if (cur && !bd_direct_usable(b, b->direct_sets[cur - 1])) {
+		/*
+		 * Retire it: the store half of the store-load pair.  Sequentially consistent
+		 * (a locked XCHG): each tally below is loaded after this store is visible.
+		 */
+		__atomic_store_n(&b->direct_cur, 0, __ATOMIC_SEQ_CST);
+		cur = 0;
+	}
+	for (int i = 0; i < BD_DIRECT_SETS; i++) {
+		if (!b->direct_sets[i] || i + 1 == cur)
+			continue;
+		/* Acquire: pairs with the release of each section's end (its loads are done). */
+		if (tally(__atomic_load_n(&b->direct_readers[i], __ATOMIC_SEQ_CST), gen)) {
+			old++; /* a call still loads from it: a later call drops it */
+			continue;
+		}
+		bd_direct_release(b->direct_sets[i]);
+		b->direct_sets[i] = NULL;
+	}
+	__atomic_store_n(&b->direct_old, old, __ATOMIC_RELAXED);
+	return cur != 0;
+}
+
+int bd_direct_install(struct barrierd *b, struct bd_direct *d)
+{
+	for (int i = 0; i < BD_DIRECT_SETS; i++) {
+		if (b->direct_sets[i])
+			continue;
+		b->direct_sets[i] = d;
+		/* Release: a section that loads this value sees the place filled. */
+		__atomic_store_n(&b->direct_cur, i + 1, __ATOMIC_SEQ_CST);
+		return 0;
+	}
+	return -EBUSY;
+}
+
+const struct bd_direct *bd_direct_get(const struct barrierd *b, struct bd_direct_ref *ref)
+{
+	const struct bd_direct *d = enter(b, ref);
+	bool old = __atomic_load_n(&b->direct_old, __ATOMIC_RELAXED) != 0;
+
+	if (d && bd_direct_usable(b, d)) {
+		if (old)
+			reap_now(b); /* ours is in use: never one that a reap drops */
+		return d;
+	}
+	bd_direct_put(b, ref);
+	ref->cur = 0;
+	/* A daemon that is gone: drop its set at this call already, and any set left over. */
+	if (d || old)
+		reap_now(b);
+	return NULL;
+}
+
+void bd_direct_tidy(const struct barrierd *b)
+{
+	struct bd_direct_ref ref;
+
+	bd_direct_get(b, &ref);
+	bd_direct_put(b, &ref);
+}
+
+void bd_direct_free(struct barrierd *b)
+{
+	/* barrierd_close() is not concurrent with any call: no section is open. */
+	for (int i = 0; i < BD_DIRECT_SETS; i++) {
+		if (b->direct_sets[i])
+			bd_direct_release(b->direct_sets[i]);
+		b->direct_sets[i] = NULL;
+	}
+	__atomic_store_n(&b->direct_cur, 0, __ATOMIC_RELAXED);
+}
