@@ -77,9 +77,10 @@ struct daemon {
 	uint64_t credit_due; /* when cfd fires (absolute CLOCK_MONOTONIC), 0: not set */
 	bool credit_pending;
 	uint64_t credit_asked_ns; /* when the pending credit pass was asked for */
-	bool deferring; /* it waits for busy CPUs' events past the horizon (take_credit) */
-	bool foreign;	/* another process wrote the file: reset it at the stop */
-	bool sandboxed; /* the filter is in force: no unlinkat from here on */
+	bool deferring;		/* it waits for busy CPUs' events past the horizon (take_credit) */
+	uint64_t rings_counted; /* bell.heard as last added to ext.doorbell_rings */
+	bool foreign;		/* another process wrote the file: reset it at the stop */
+	bool sandboxed;		/* the filter is in force: no unlinkat from here on */
 #ifdef BARRIERD_TEST_HOOKS
 	pthread_t hook_thread;
 	uint32_t hook_go; /* futex: SIGUSR1 asks the hook thread to detach */
@@ -729,7 +730,8 @@ static int run_pass(struct daemon *d, bool credit)
 /* ---- the main loop's events ----------------------------------------------------------------- */
 
 /*
- * A client rang the doorbell: count the rings, raise the horizon, ask for a credit pass.  The
+ * A client rang the doorbell (or the doorbell's wait expired, which may hide a lost ring): count
+ * the rings, raise the horizon, ask for a credit pass.  The
  * ringer stamped before it rang, and the doorbell thread read its clock when the ring woke it:
  * every stamp of a ring drained here is earlier than the latest such reading, which is the
  * horizon (a later one would ask for events the ringers do not need: a CPU that passed their
@@ -738,11 +740,22 @@ static int run_pass(struct daemon *d, bool credit)
  */
 static int on_doorbell(struct daemon *d)
 {
-	uint64_t v, now, woke;
+	uint64_t v, now, woke, heard;
 	int ret;
 
-	if (read(d->bell.efd, &v, sizeof(v)) == sizeof(v))
-		bd_store(&d->sf.ext->doorbell_rings, bd_load(&d->sf.ext->doorbell_rings) + v);
+	/*
+	 * Drained: rings, and expiries of the doorbell's bounded wait, which are served as rings
+	 * (a ring lost to a user who moved the thread off its word, doorbell.c).  Only rings are
+	 * counted; the count may lag a ring still on its way (statistics).
+	 */
+	if (read(d->bell.efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		log_debug("doorbell eventfd: %s", strerror(errno));
+	heard = __atomic_load_n(&d->bell.heard, __ATOMIC_RELAXED);
+	if (heard != d->rings_counted) {
+		bd_store(&d->sf.ext->doorbell_rings,
+			 bd_load(&d->sf.ext->doorbell_rings) + (heard - d->rings_counted));
+		d->rings_counted = heard;
+	}
 	now = bd_mono_ns();
 	woke = __atomic_load_n(&d->bell.woke_ns, __ATOMIC_ACQUIRE);
 	ret = publisher_raise(&d->pub, woke && woke < now ? woke : now);

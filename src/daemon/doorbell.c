@@ -19,6 +19,38 @@
 
 static sem_t registered;
 
+/*
+ * The longest FUTEX_WAIT of the thread.  Its word lies in a file every user maps, and any user
+ * can move a waiter off it (FUTEX_CMP_REQUEUE onto a word nobody wakes): every ring after that
+ * would reach nobody.  The bound brings the thread back to the word, and its expiry is served as
+ * a ring that may have been lost (doorbell_main), so a ring lost that way, to one requeue or to
+ * a requeue in a loop, waits at most this long (the heartbeat's fold often serves it sooner).
+ * The price is paid by an idle daemon only, whose wait is never cut short by a ring: one wake-up
+ * of this thread and one pass per expiry.  At 1 s that is a tenth of the main loop's own ticks
+ * (--heartbeat-period, 100 ms by default); a shorter wait would shorten only the delay of an
+ * attacked ring, at that cost on every idle machine.  The stop does not wait for it (it
+ * interrupts the wait, doorbell_stop).
+ */
+#define DOORBELL_WAIT_NS (1000000000ULL)
+
+/* Hand a ring, or a wait's expiry, to the main loop: when it came, then the eventfd. */
+static void hand_over(struct doorbell *d)
+{
+	uint64_t one = 1;
+
+	/*
+	 * The ring's time: later than the stamp of whoever rang (it stamps, then rings), and as
+	 * early as we can read it, so that the horizon (daemon.c, on_doorbell) asks for no more
+	 * than the ringers need.  An expiry's time is later than every ring lost before it.
+	 * Stored before the eventfd write, which the main loop reads first (the write is a
+	 * system call, and the read that sees its count is ordered after it).
+	 */
+	__atomic_store_n(&d->woke_ns, bd_mono_ns(), __ATOMIC_RELEASE);
+	/* One eventfd write per wake; the main loop coalesces everything pending. */
+	if (write(d->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_warn("doorbell: eventfd write failed: %s", strerror(errno));
+}
+
 static void *doorbell_main(void *arg)
 {
 	struct doorbell *d = arg;
@@ -38,8 +70,11 @@ static void *doorbell_main(void *arg)
 
 	rate_limit_init(&limit, d->rate, BARRIERD_CREDIT_BURST);
 	while (!d->stop) {
-		uint64_t one = 1, now, next;
-		long r = syscall(SYS_futex, (uint32_t *)d->word, FUTEX_WAIT, 0, NULL, NULL, 0);
+		struct timespec to = {(time_t)(DOORBELL_WAIT_NS / 1000000000ULL),
+				      (long)(DOORBELL_WAIT_NS % 1000000000ULL)};
+		uint64_t now, next;
+		/* Relative: the kernel measures it on CLOCK_MONOTONIC, whatever word we end on. */
+		long r = syscall(SYS_futex, (uint32_t *)d->word, FUTEX_WAIT, 0, &to, NULL, 0);
 
 		if (d->stop)
 			break;
@@ -54,13 +89,14 @@ static void *doorbell_main(void *arg)
 			    "no more rings");
 			break;
 		}
-		if (r != 0 && errno != EAGAIN)
-			continue; /* EINTR */
-		if (r != 0) {
+		if (r != 0 && errno == EINTR)
+			continue;
+		if (r != 0 && errno != ETIMEDOUT) {
 			/*
-			 * The word is not 0: only a foreign (root) writer does that.  Not a ring;
-			 * and FUTEX_WAIT would return at once, forever.  The main loop's check of
-			 * the file (publisher_check) stops the daemon within a heartbeat period.
+			 * EAGAIN: the word is not 0, which only a foreign (root) writer does.  Not
+			 * a ring; and FUTEX_WAIT would return at once, forever.  The main loop's
+			 * check of the file (publisher_check) stops the daemon within a heartbeat
+			 * period.
 			 */
 			struct timespec ts = {0, 10 * 1000000L};
 
@@ -68,15 +104,14 @@ static void *doorbell_main(void *arg)
 			continue;
 		}
 		/*
-		 * The ring's time: later than the stamp of whoever rang (it stamps, then rings),
-		 * and as early as we can read it, so that the horizon (daemon.c, on_doorbell) asks
-		 * for no more than the ringers need.  Stored before the eventfd write that the main
-		 * loop reads first.
+		 * A ring (0), or ETIMEDOUT: no ring for a whole wait, or rings lost while another
+		 * user held us on a word of theirs (DOORBELL_WAIT_NS).  Nothing tells those two
+		 * apart, so an expiry is served as a ring: a request to look, never evidence.
+		 * Only rings are counted (statistics: relaxed).
 		 */
-		__atomic_store_n(&d->woke_ns, bd_mono_ns(), __ATOMIC_RELEASE);
-		/* One eventfd write per wake; the main loop coalesces everything pending. */
-		if (write(d->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-			log_warn("doorbell: eventfd write failed: %s", strerror(errno));
+		if (r == 0)
+			__atomic_fetch_add(&d->heard, 1, __ATOMIC_RELAXED);
+		hand_over(d);
 		/*
 		 * Flood bound: wake-ups at the credit rate, with the same burst as the credit
 		 * passes.  Once the burst is spent, sit out the gap: a ring that arrives while we
@@ -155,17 +190,20 @@ void doorbell_stop(struct doorbell *d)
 {
 	if (d->started) {
 		d->stop = 1;
-		/* Our own ring wakes the thread; it sees stop and leaves. */
 		while (pthread_tryjoin_np(d->thread, NULL) == EBUSY) {
 			struct timespec ts = {0, 1000000};
 
 			/*
-			 * A wake of a word whose page was truncated away fails (EFAULT) and the
-			 * thread's wait never ends by itself: interrupt it with a signal.
+			 * A wake of our word does not reach a thread that another user moved to a
+			 * word of theirs (FUTEX_CMP_REQUEUE), nor one whose page was truncated away
+			 * (the wake fails with EFAULT): interrupt its wait with a signal, every
+			 * time, as well as the wake.  Repeated: a signal that lands between the
+			 * thread's check of stop and its FUTEX_WAIT is spent on nothing.  And its
+			 * wait ends by itself within DOORBELL_WAIT_NS, whatever becomes of these.
 			 */
-			if (syscall(SYS_futex, (uint32_t *)d->word, FUTEX_WAKE, INT32_MAX, NULL,
-				    NULL, 0) < 0)
-				pthread_kill(d->thread, DOORBELL_WAKE_SIGNAL);
+			syscall(SYS_futex, (uint32_t *)d->word, FUTEX_WAKE, INT32_MAX, NULL, NULL,
+				0);
+			pthread_kill(d->thread, DOORBELL_WAKE_SIGNAL);
 			nanosleep(&ts, NULL);
 		}
 		d->started = false;

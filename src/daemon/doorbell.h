@@ -2,6 +2,8 @@
 /*
  * The doorbell thread: FUTEX_WAITs on the state file's doorbell word (any client can
  * FUTEX_WAKE it on a read-only mapping) and hands each ring to the main loop via an eventfd.
+ * Every wait is bounded (any user can move it to another word): an expiry is handed over as a
+ * ring that may have been lost.
  */
 #ifndef BARRIERD_DOORBELL_H
 #define BARRIERD_DOORBELL_H
@@ -23,7 +25,9 @@ struct doorbell {
 	volatile int stop;
 	volatile uint32_t tid; /* global tid, once registered */
 	uint32_t saturated; /* __atomic: it sat out a rate-limit gap since the main loop looked */
-	uint64_t woke_ns;   /* __atomic: when a ring last woke it, stored before the eventfd */
+	uint64_t woke_ns;   /* __atomic: when a ring (or an expiry) last woke it, stored before
+			       the eventfd */
+	uint64_t heard;	    /* __atomic: rings heard (the eventfd also counts expiries) */
 	int start_err;
 };
 
@@ -33,9 +37,10 @@ struct doorbell {
  */
 int doorbell_start(struct doorbell *d, uint64_t *word, struct probes *probes, uint64_t rate);
 /*
- * Stop and join the thread: a FUTEX_WAKE of its word, or, if that fails (the state file was
- * truncated: its page is gone), DOORBELL_WAKE_SIGNAL sent to the thread, whose no-op handler
- * ends its FUTEX_WAIT with EINTR.  SIGURG: ignored by default, so a stray one harms nothing.
+ * Stop and join the thread: a FUTEX_WAKE of its word and DOORBELL_WAKE_SIGNAL sent to the
+ * thread, whose no-op handler ends its FUTEX_WAIT with EINTR, whatever word the wait is on (a
+ * user may have moved it; a truncation may have taken the word's page), until it leaves.
+ * SIGURG: ignored by default, so a stray one harms nothing.
  */
 #define DOORBELL_WAKE_SIGNAL SIGURG
 void doorbell_stop(struct doorbell *d);
