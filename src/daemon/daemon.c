@@ -730,24 +730,39 @@ static int run_pass(struct daemon *d, bool credit)
 /* ---- the main loop's events ----------------------------------------------------------------- */
 
 /*
- * A client rang the doorbell (or the doorbell's wait expired, which may hide a lost ring): count
- * the rings, raise the horizon, ask for a credit pass.  The
- * ringer stamped before it rang, and the doorbell thread read its clock when the ring woke it:
- * every stamp of a ring drained here is earlier than the latest such reading, which is the
- * horizon (a later one would ask for events the ringers do not need: a CPU that passed their
- * stamps just before it would be waited for).  The credit pass reads r after the drain
- * (DESIGN 4.2).
+ * A ring to serve, whose ringers all stamped before `when`: raise the horizon to it, ask for a
+ * credit pass, track it for nudges.  A later `when` would ask for events the ringers do not
+ * need (a CPU that passed their stamps just before it would be waited for); the credit pass
+ * reads r after this (DESIGN 4.2).
+ */
+static int serve_ring(struct daemon *d, uint64_t now, uint64_t when)
+{
+	int ret = publisher_raise(&d->pub, when);
+
+	if (ret) {
+		foreign_or_fault(d);
+		return ret;
+	}
+	/* Only if our switch away from it stamps it (publisher_quiet). */
+	if (d->probes.switch_stamps)
+		publisher_quiet(&d->pub, sched_getcpu());
+	ask_credit(d, now);
+	nudge_track(d, false);
+	return 0;
+}
+
+/*
+ * A client rang the doorbell (or the doorbell's wait expired while a ring may have been lost):
+ * count the rings and serve them.  The ringer stamped before it rang, and the doorbell thread
+ * read its clock when the ring woke it: every stamp of a ring drained here is earlier than the
+ * latest such reading, the horizon.
  */
 static int on_doorbell(struct daemon *d)
 {
 	uint64_t v, now, woke, heard;
 	int ret;
 
-	/*
-	 * Drained: rings, and expiries of the doorbell's bounded wait, which are served as rings
-	 * (a ring lost to a user who moved the thread off its word, doorbell.c).  Only rings are
-	 * counted; the count may lag a ring still on its way (statistics).
-	 */
+	/* Only rings are counted; the count may lag a ring still on its way (statistics). */
 	if (read(d->bell.efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		log_debug("doorbell eventfd: %s", strerror(errno));
 	heard = __atomic_load_n(&d->bell.heard, __ATOMIC_RELAXED);
@@ -758,16 +773,9 @@ static int on_doorbell(struct daemon *d)
 	}
 	now = bd_mono_ns();
 	woke = __atomic_load_n(&d->bell.woke_ns, __ATOMIC_ACQUIRE);
-	ret = publisher_raise(&d->pub, woke && woke < now ? woke : now);
-	if (ret) {
-		foreign_or_fault(d);
+	ret = serve_ring(d, now, woke && woke < now ? woke : now);
+	if (ret)
 		return ret;
-	}
-	/* Only if our switch away from it stamps it (publisher_quiet). */
-	if (d->probes.switch_stamps)
-		publisher_quiet(&d->pub, sched_getcpu());
-	ask_credit(d, now);
-	nudge_track(d, false);
 	/*
 	 * Rings faster than the doorbell's rate (a waiter in a tight loop): a ring per barrier
 	 * costs more than following, and lost rings cost the ringers 1 ms sleeps.  Follow: then
@@ -815,6 +823,18 @@ static int on_tick(struct daemon *d, bool *beat)
 	}
 	if (d->nudge_want)
 		refresh_nudge_flags(d);
+	/*
+	 * Any user can move the doorbell thread off its word (DESIGN §6): every ring since went
+	 * unheard.  Found here, within a tick; the thread is signalled back, and the rings it
+	 * missed, all rung before now, are served as one.
+	 */
+	if (doorbell_moved(&d->bell)) {
+		log_debug(
+		    "doorbell: its thread was moved off its word: serving the rings it missed");
+		ret = serve_ring(d, now, now);
+		if (ret)
+			return ret;
+	}
 	/*
 	 * Clients of the original layout cannot ring: find them sleeping on the words, without
 	 * waking them, and follow while they wait.  A fold at each heartbeat also keeps idle

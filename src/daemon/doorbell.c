@@ -5,6 +5,7 @@
 #include "log.h"
 #include "rate_limit.h"
 #include "sandbox.h"
+#include "state_file.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -22,16 +23,30 @@ static sem_t registered;
 /*
  * The longest FUTEX_WAIT of the thread.  Its word lies in a file every user maps, and any user
  * can move a waiter off it (FUTEX_CMP_REQUEUE onto a word nobody wakes): every ring after that
- * would reach nobody.  The bound brings the thread back to the word, and its expiry is served as
- * a ring that may have been lost (doorbell_main), so a ring lost that way, to one requeue or to
- * a requeue in a loop, waits at most this long (the heartbeat's fold often serves it sooner).
- * The price is paid by an idle daemon only, whose wait is never cut short by a ring: one wake-up
- * of this thread and one pass per expiry.  At 1 s that is a tenth of the main loop's own ticks
- * (--heartbeat-period, 100 ms by default); a shorter wait would shorten only the delay of an
- * attacked ring, at that cost on every idle machine.  The stop does not wait for it (it
- * interrupts the wait, doorbell_stop).
+ * would reach nobody.  The main loop's tick finds the thread moved (doorbell_moved) and serves
+ * the lost rings; the bound is for what the tick cannot see, a moved thread whose place on the
+ * word another user's waiter holds (it takes the rings): an expiry is served as a ring when
+ * someone else waits on the word or sleeps on the mark (ring_maybe_lost).  An idle daemon pays
+ * for it with one wake-up of this thread and two futex calls per expiry, no pass: about 40 us on
+ * the 2-vCPU VM (170 us if every expiry were served), against an idle budget of 1 ms a second
+ * (PERFORMANCE.md §10).  At 1 s that is a tenth of the main loop's own ticks (--heartbeat-period,
+ * 100 ms by default).  The stop does not wait for it (it interrupts the wait, doorbell_stop).
  */
 #define DOORBELL_WAIT_NS (1000000000ULL)
+
+/*
+ * After an expiry: may a ring have been lost meanwhile?  Only if someone else waits on the word
+ * (a ring that finds us elsewhere goes to it) or a library waiter sleeps on the mark, its high
+ * half (a waiter whose ring was lost sleeps there between its tries, PROTOCOL.md §6.7).  Both
+ * halves hold 0 (the daemon never changes them): their values are known, and this thread never
+ * loads from the mapping (state_file.c, the SIGBUS guard).
+ */
+static bool ring_maybe_lost(const struct doorbell *d)
+{
+	const uint32_t *w = (const uint32_t *)d->word;
+
+	return futex_count_u32(w, 0) > 0 || futex_count_u32(w + 1, 0) > 0;
+}
 
 /* Hand a ring, or a wait's expiry, to the main loop: when it came, then the eventfd. */
 static void hand_over(struct doorbell *d)
@@ -73,9 +88,13 @@ static void *doorbell_main(void *arg)
 		struct timespec to = {(time_t)(DOORBELL_WAIT_NS / 1000000000ULL),
 				      (long)(DOORBELL_WAIT_NS % 1000000000ULL)};
 		uint64_t now, next;
-		/* Relative: the kernel measures it on CLOCK_MONOTONIC, whatever word we end on. */
-		long r = syscall(SYS_futex, (uint32_t *)d->word, FUTEX_WAIT, 0, &to, NULL, 0);
+		long r;
 
+		/* A hint for doorbell_moved: a stale reading costs a signal and a pass at most. */
+		__atomic_store_n(&d->waiting, 1, __ATOMIC_RELAXED);
+		/* Relative: the kernel measures it on CLOCK_MONOTONIC, whatever word we end on. */
+		r = syscall(SYS_futex, (uint32_t *)d->word, FUTEX_WAIT, 0, &to, NULL, 0);
+		__atomic_store_n(&d->waiting, 0, __ATOMIC_RELAXED);
 		if (d->stop)
 			break;
 		if (r != 0 && errno == EFAULT) {
@@ -89,7 +108,10 @@ static void *doorbell_main(void *arg)
 			    "no more rings");
 			break;
 		}
+		/* A signal: the stop, or the main loop's, which serves the lost rings itself. */
 		if (r != 0 && errno == EINTR)
+			continue;
+		if (r != 0 && errno == ETIMEDOUT && !ring_maybe_lost(d))
 			continue;
 		if (r != 0 && errno != ETIMEDOUT) {
 			/*
@@ -104,10 +126,9 @@ static void *doorbell_main(void *arg)
 			continue;
 		}
 		/*
-		 * A ring (0), or ETIMEDOUT: no ring for a whole wait, or rings lost while another
-		 * user held us on a word of theirs (DOORBELL_WAIT_NS).  Nothing tells those two
-		 * apart, so an expiry is served as a ring: a request to look, never evidence.
-		 * Only rings are counted (statistics: relaxed).
+		 * A ring (0), or an expiry after which a ring may have been lost (ETIMEDOUT):
+		 * served as a ring, a request to look, never evidence.  Only rings are counted
+		 * (statistics: relaxed).
 		 */
 		if (r == 0)
 			__atomic_fetch_add(&d->heard, 1, __ATOMIC_RELAXED);
@@ -184,6 +205,18 @@ int doorbell_start(struct doorbell *d, uint64_t *word, struct probes *probes, ui
 		return d->start_err;
 	}
 	return 0;
+}
+
+bool doorbell_moved(struct doorbell *d)
+{
+	if (!d->started || !__atomic_load_n(&d->waiting, __ATOMIC_RELAXED))
+		return false;
+	/* Its word holds 0 (the daemon never changes it): no load needed for the count. */
+	if (futex_count_u32((const uint32_t *)d->word, 0) > 0)
+		return false;
+	/* In its wait, yet not on its word: moved.  The signal ends that wait (EINTR). */
+	pthread_kill(d->thread, DOORBELL_WAKE_SIGNAL);
+	return true;
 }
 
 void doorbell_stop(struct doorbell *d)

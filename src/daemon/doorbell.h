@@ -2,8 +2,8 @@
 /*
  * The doorbell thread: FUTEX_WAITs on the state file's doorbell word (any client can
  * FUTEX_WAKE it on a read-only mapping) and hands each ring to the main loop via an eventfd.
- * Every wait is bounded (any user can move it to another word): an expiry is handed over as a
- * ring that may have been lost.
+ * Any user can move that wait to another word (FUTEX_CMP_REQUEUE): the main loop's tick checks
+ * that the thread is still on its word (doorbell_moved), and every wait is bounded.
  */
 #ifndef BARRIERD_DOORBELL_H
 #define BARRIERD_DOORBELL_H
@@ -28,6 +28,7 @@ struct doorbell {
 	uint64_t woke_ns;   /* __atomic: when a ring (or an expiry) last woke it, stored before
 			       the eventfd */
 	uint64_t heard;	    /* __atomic: rings heard (the eventfd also counts expiries) */
+	uint32_t waiting;   /* __atomic: in (or about to enter) its FUTEX_WAIT */
 	int start_err;
 };
 
@@ -44,5 +45,13 @@ int doorbell_start(struct doorbell *d, uint64_t *word, struct probes *probes, ui
  */
 #define DOORBELL_WAKE_SIGNAL SIGURG
 void doorbell_stop(struct doorbell *d);
+
+/*
+ * For the main loop's tick: is the thread in its wait, yet nobody waits on its word?  Then
+ * another user moved it, and rings since went unheard: it is signalled back to its word
+ * (DOORBELL_WAKE_SIGNAL), and true says the caller must serve those rings.  A moved thread
+ * whose place another user's waiter holds is not seen here: its wait's expiry serves that case.
+ */
+bool doorbell_moved(struct doorbell *d);
 
 #endif

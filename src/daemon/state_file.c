@@ -29,6 +29,13 @@ int futex_wake_word(uint64_t *word)
 	return (int)syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
 }
 
+long futex_count_u32(const uint32_t *word, uint32_t val)
+{
+	long n = syscall(SYS_futex, word, FUTEX_CMP_REQUEUE, 0, (void *)(long)INT32_MAX, word, val);
+
+	return n < 0 ? (errno == EAGAIN ? 1 : 0) : n;
+}
+
 void state_flags_update(uint64_t *flags, uint64_t clear, uint64_t set)
 {
 	uint64_t f = __atomic_load_n(flags, __ATOMIC_RELAXED);

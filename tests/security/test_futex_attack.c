@@ -5,13 +5,14 @@
  * the flags, the heartbeat and the mark its clients sleep on, and every other word.  A forked
  * child drops to uid/gid 65534 and, on every word of the file: FUTEX_CMP_REQUEUE once (onto a
  * private word of its own that nobody wakes, or onto the mark, a word of the file nobody wakes)
- * and in a loop; FUTEX_CMP_REQUEUE_PI; FUTEX_WAKE_OP; futex_waitv (it becomes a waiter there);
- * and FUTEX_LOCK_PI and FUTEX_TRYLOCK_PI, which must fail with EFAULT (the mapping is read-only).
- * After each attack (and, for the loop and the waitv, during it): a root client's barrier on a
- * fresh stamp completes on the daemon's path (rings still served), the doorbell hears rings
- * again, a SIGTERM stops the daemon (marked stopped), and a daemon starts again on the same path.
- * Times are hang guards only, in seconds.  `--long`: the loops last 30 s, with 5 stops and
- * restarts under each (label security-long).
+ * and in a loop (also only the doorbell's first waiter, the daemon's thread, while a thief of
+ * the attacker's keeps waiting there and takes the rings); FUTEX_CMP_REQUEUE_PI; FUTEX_WAKE_OP;
+ * futex_waitv (it becomes a waiter there); and FUTEX_LOCK_PI and FUTEX_TRYLOCK_PI, which must fail
+ * with EFAULT (the mapping is read-only). After each attack (and, for the loop and the waitv,
+ * during it): a root client's barrier on a fresh stamp completes on the daemon's path (rings still
+ * served), the doorbell hears rings again, a SIGTERM stops the daemon (marked stopped), and a
+ * daemon starts again on the same path. Times are hang guards only, in seconds.  `--long`: the
+ * loops last 30 s, with 5 stops and restarts under each (label security-long).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -40,13 +41,15 @@ static uint64_t loop_s = 3; /* how long a background attack lasts (--long: 30) *
 static int cycles = 1;	    /* stops and restarts under a background attack (--long: 5) */
 
 enum attack {
-	A_REQUEUE,	/* FUTEX_CMP_REQUEUE once, onto a private word of the attacker's */
-	A_REQUEUE_MARK, /* the same, onto the mark (the doorbell's high half): nobody wakes it */
-	A_REQUEUE_LOOP, /* FUTEX_CMP_REQUEUE in a loop, for loop_s */
-	A_REQUEUE_PI,	/* FUTEX_CMP_REQUEUE_PI, onto a PI word of the attacker's and of the file */
-	A_WAKE_OP, /* FUTEX_WAKE_OP, the operation on a word of the attacker's and of the file */
-	A_WAITV,   /* futex_waitv on every word, for loop_s */
-	A_LOCK_PI, /* FUTEX_LOCK_PI and FUTEX_TRYLOCK_PI: EFAULT on every word */
+	A_REQUEUE,	 /* FUTEX_CMP_REQUEUE once, onto a private word of the attacker's */
+	A_REQUEUE_MARK,	 /* the same, onto the mark (the doorbell's high half): nobody wakes it */
+	A_REQUEUE_LOOP,	 /* FUTEX_CMP_REQUEUE in a loop, for loop_s */
+	A_REQUEUE_THIEF, /* the doorbell's first waiter only, in a loop, while a thief waits there
+			  */
+	A_REQUEUE_PI, /* FUTEX_CMP_REQUEUE_PI, onto a PI word of the attacker's and of the file */
+	A_WAKE_OP,    /* FUTEX_WAKE_OP, the operation on a word of the attacker's and of the file */
+	A_WAITV,      /* futex_waitv on every word, for loop_s */
+	A_LOCK_PI,    /* FUTEX_LOCK_PI and FUTEX_TRYLOCK_PI: EFAULT on every word */
 };
 
 struct attack_arg {
@@ -125,6 +128,7 @@ static void sweep_once(struct sweep *s, enum attack kind)
 				s->r.not_efault++;
 			break;
 		case A_WAITV:
+		case A_REQUEUE_THIEF:
 			break;
 		}
 		s->r.calls++;
@@ -184,6 +188,40 @@ static int waitv_all(struct sweep *s, uint64_t end)
 	return 0;
 }
 
+/* Wait on the doorbell word until end, again after each wake: it takes the rings it can. */
+static void *doorbell_thief(void *arg)
+{
+	const struct sweep *s = arg;
+	uint64_t end = bd_mono_ns() + loop_s * TEST_SEC;
+
+	while (bd_mono_ns() < end) {
+		struct timespec ts = {0, 100 * (long)TEST_MS};
+
+		futex(s->doorbell, FUTEX_WAIT, 0, (uintptr_t)&ts, NULL, 0);
+	}
+	return NULL;
+}
+
+/*
+ * Requeue the doorbell's first waiter only (the daemon's SCHED_FIFO thread goes first) onto a
+ * word of ours, in a loop, while a thief keeps its place on the word.
+ */
+static int requeue_first_with_thief(struct sweep *s, uint64_t end)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, doorbell_thief, s))
+		return 2;
+	while (bd_mono_ns() < end) {
+		long n = futex(s->doorbell, FUTEX_CMP_REQUEUE, 0, 1, &own_word, 0);
+
+		s->r.doorbell_moved += n > 0 ? n : 0;
+		s->r.calls++;
+	}
+	pthread_join(t, NULL);
+	return 0;
+}
+
 static int attack_main(void *arg)
 {
 	const struct attack_arg *a = arg;
@@ -217,6 +255,9 @@ static int attack_main(void *arg)
 		break;
 	case A_WAITV:
 		ret = waitv_all(&s, end);
+		break;
+	case A_REQUEUE_THIEF:
+		ret = requeue_first_with_thief(&s, end);
 		break;
 	default:
 		sweep_once(&s, a->kind);
@@ -432,6 +473,13 @@ static void requeue_loop(void **state)
 	background(A_REQUEUE_LOOP, "FUTEX_CMP_REQUEUE in a loop");
 }
 
+static void requeue_loop_with_thief(void **state)
+{
+	(void)state;
+	background(A_REQUEUE_THIEF,
+		   "FUTEX_CMP_REQUEUE of the daemon's thread, a thief in its place");
+}
+
 static void requeue_pi(void **state)
 {
 	(void)state;
@@ -467,6 +515,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(requeue_once, setup_running, teardown),
 	    cmocka_unit_test_setup_teardown(requeue_once_onto_mark, setup_running, teardown),
 	    cmocka_unit_test_setup_teardown(requeue_loop, setup_running, teardown),
+	    cmocka_unit_test_setup_teardown(requeue_loop_with_thief, setup_running, teardown),
 	    cmocka_unit_test_setup_teardown(requeue_pi, setup_running, teardown),
 	    cmocka_unit_test_setup_teardown(wake_op, setup_running, teardown),
 	    cmocka_unit_test_setup_teardown(waitv_thieves, setup_running, teardown),
