@@ -78,9 +78,10 @@ struct daemon {
 	uint64_t credit_due; /* when cfd fires (absolute CLOCK_MONOTONIC), 0: not set */
 	bool credit_pending;
 	uint64_t credit_asked_ns; /* when the pending credit pass was asked for */
-	bool deferring; /* it waits for busy CPUs' events past the horizon (take_credit) */
-	bool foreign;	/* another process wrote the file: reset it at the stop */
-	bool sandboxed; /* the filter is in force: no unlinkat from here on */
+	bool deferring;		/* it waits for busy CPUs' events past the horizon (take_credit) */
+	uint64_t rings_counted; /* bell.heard as last added to ext.doorbell_rings */
+	bool foreign;		/* another process wrote the file: reset it at the stop */
+	bool sandboxed;		/* the filter is in force: no unlinkat from here on */
 #ifdef BARRIERD_TEST_HOOKS
 	pthread_t hook_thread;
 	uint32_t hook_go; /* futex: SIGUSR1 asks the hook thread to detach */
@@ -739,23 +740,15 @@ static int run_pass(struct daemon *d, bool credit)
 /* ---- the main loop's events ----------------------------------------------------------------- */
 
 /*
- * A client rang the doorbell: count the rings, raise the horizon, ask for a credit pass.  The
- * ringer stamped before it rang, and the doorbell thread read its clock when the ring woke it:
- * every stamp of a ring drained here is earlier than the latest such reading, which is the
- * horizon (a later one would ask for events the ringers do not need: a CPU that passed their
- * stamps just before it would be waited for).  The credit pass reads r after the drain
- * (DESIGN 4.2).
+ * A ring to serve, whose ringers all stamped before `when`: raise the horizon to it, ask for a
+ * credit pass, track it for nudges.  A later `when` would ask for events the ringers do not
+ * need (a CPU that passed their stamps just before it would be waited for); the credit pass
+ * reads r after this (DESIGN 4.2).
  */
-static int on_doorbell(struct daemon *d)
+static int serve_ring(struct daemon *d, uint64_t now, uint64_t when)
 {
-	uint64_t v, now, woke;
-	int ret;
+	int ret = publisher_raise(&d->pub, when);
 
-	if (read(d->bell.efd, &v, sizeof(v)) == sizeof(v))
-		bd_store(&d->sf.ext->doorbell_rings, bd_load(&d->sf.ext->doorbell_rings) + v);
-	now = bd_mono_ns();
-	woke = __atomic_load_n(&d->bell.woke_ns, __ATOMIC_ACQUIRE);
-	ret = publisher_raise(&d->pub, woke && woke < now ? woke : now);
 	if (ret) {
 		foreign_or_fault(d);
 		return ret;
@@ -765,6 +758,34 @@ static int on_doorbell(struct daemon *d)
 		publisher_quiet(&d->pub, sched_getcpu());
 	ask_credit(d, now);
 	nudge_track(d, false);
+	return 0;
+}
+
+/*
+ * A client rang the doorbell (or the doorbell's wait expired while a ring may have been lost):
+ * count the rings and serve them.  The ringer stamped before it rang, and the doorbell thread
+ * read its clock when the ring woke it: every stamp of a ring drained here is earlier than the
+ * latest such reading, the horizon.
+ */
+static int on_doorbell(struct daemon *d)
+{
+	uint64_t v, now, woke, heard;
+	int ret;
+
+	/* Only rings are counted; the count may lag a ring still on its way (statistics). */
+	if (read(d->bell.efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		log_debug("doorbell eventfd: %s", strerror(errno));
+	heard = __atomic_load_n(&d->bell.heard, __ATOMIC_RELAXED);
+	if (heard != d->rings_counted) {
+		bd_store(&d->sf.ext->doorbell_rings,
+			 bd_load(&d->sf.ext->doorbell_rings) + (heard - d->rings_counted));
+		d->rings_counted = heard;
+	}
+	now = bd_mono_ns();
+	woke = __atomic_load_n(&d->bell.woke_ns, __ATOMIC_ACQUIRE);
+	ret = serve_ring(d, now, woke && woke < now ? woke : now);
+	if (ret)
+		return ret;
 	/*
 	 * Rings faster than the doorbell's rate (a waiter in a tight loop): a ring per barrier
 	 * costs more than following, and lost rings cost the ringers 1 ms sleeps.  Follow: then
@@ -812,6 +833,18 @@ static int on_tick(struct daemon *d, bool *beat)
 	}
 	if (d->nudge_want)
 		refresh_nudge_flags(d);
+	/*
+	 * Any user can move the doorbell thread off its word (DESIGN §6): every ring since went
+	 * unheard.  Found here, within a tick; the thread is signalled back, and the rings it
+	 * missed, all rung before now, are served as one.
+	 */
+	if (doorbell_moved(&d->bell)) {
+		log_debug(
+		    "doorbell: its thread was moved off its word: serving the rings it missed");
+		ret = serve_ring(d, now, now);
+		if (ret)
+			return ret;
+	}
 	/*
 	 * Clients of the original layout cannot ring: find them sleeping on the words, without
 	 * waking them, and follow while they wait.  A fold at each heartbeat also keeps idle

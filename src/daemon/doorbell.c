@@ -5,6 +5,7 @@
 #include "log.h"
 #include "rate_limit.h"
 #include "sandbox.h"
+#include "state_file.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -18,6 +19,52 @@
 #include <unistd.h>
 
 static sem_t registered;
+
+/*
+ * The longest FUTEX_WAIT of the thread.  Its word lies in a file every user maps, and any user
+ * can move a waiter off it (FUTEX_CMP_REQUEUE onto a word nobody wakes): every ring after that
+ * would reach nobody.  The main loop's tick finds the thread moved (doorbell_moved) and serves
+ * the lost rings; the bound is for what the tick cannot see, a moved thread whose place on the
+ * word another user's waiter holds (it takes the rings): an expiry is served as a ring when
+ * someone else waits on the word or sleeps on the mark (ring_maybe_lost).  An idle daemon pays
+ * for it with one wake-up of this thread and two futex calls per expiry, no pass: about 40 us on
+ * the 2-vCPU VM (170 us if every expiry were served), against an idle budget of 1 ms a second
+ * (PERFORMANCE.md §10).  At 1 s that is a tenth of the main loop's own ticks (--heartbeat-period,
+ * 100 ms by default).  The stop does not wait for it (it interrupts the wait, doorbell_stop).
+ */
+#define DOORBELL_WAIT_NS (1000000000ULL)
+
+/*
+ * After an expiry: may a ring have been lost meanwhile?  Only if someone else waits on the word
+ * (a ring that finds us elsewhere goes to it) or a library waiter sleeps on the mark, its high
+ * half (a waiter whose ring was lost sleeps there between its tries, PROTOCOL.md §6.7).  Both
+ * halves hold 0 (the daemon never changes them): their values are known, and this thread never
+ * loads from the mapping (state_file.c, the SIGBUS guard).
+ */
+static bool ring_maybe_lost(const struct doorbell *d)
+{
+	const uint32_t *w = (const uint32_t *)d->word;
+
+	return futex_count_u32(w, 0) > 0 || futex_count_u32(w + 1, 0) > 0;
+}
+
+/* Hand a ring, or a wait's expiry, to the main loop: when it came, then the eventfd. */
+static void hand_over(struct doorbell *d)
+{
+	uint64_t one = 1;
+
+	/*
+	 * The ring's time: later than the stamp of whoever rang (it stamps, then rings), and as
+	 * early as we can read it, so that the horizon (daemon.c, on_doorbell) asks for no more
+	 * than the ringers need.  An expiry's time is later than every ring lost before it.
+	 * Stored before the eventfd write, which the main loop reads first (the write is a
+	 * system call, and the read that sees its count is ordered after it).
+	 */
+	__atomic_store_n(&d->woke_ns, bd_mono_ns(), __ATOMIC_RELEASE);
+	/* One eventfd write per wake; the main loop coalesces everything pending. */
+	if (write(d->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_warn("doorbell: eventfd write failed: %s", strerror(errno));
+}
 
 static void *doorbell_main(void *arg)
 {
@@ -38,9 +85,16 @@ static void *doorbell_main(void *arg)
 
 	rate_limit_init(&limit, d->rate, BARRIERD_CREDIT_BURST);
 	while (!d->stop) {
-		uint64_t one = 1, now, next;
-		long r = syscall(SYS_futex, (uint32_t *)d->word, FUTEX_WAIT, 0, NULL, NULL, 0);
+		struct timespec to = {(time_t)(DOORBELL_WAIT_NS / 1000000000ULL),
+				      (long)(DOORBELL_WAIT_NS % 1000000000ULL)};
+		uint64_t now, next;
+		long r;
 
+		/* A hint for doorbell_moved: a stale reading costs a signal and a pass at most. */
+		__atomic_store_n(&d->waiting, 1, __ATOMIC_RELAXED);
+		/* Relative: the kernel measures it on CLOCK_MONOTONIC, whatever word we end on. */
+		r = syscall(SYS_futex, (uint32_t *)d->word, FUTEX_WAIT, 0, &to, NULL, 0);
+		__atomic_store_n(&d->waiting, 0, __ATOMIC_RELAXED);
 		if (d->stop)
 			break;
 		if (r != 0 && errno == EFAULT) {
@@ -54,13 +108,17 @@ static void *doorbell_main(void *arg)
 			    "no more rings");
 			break;
 		}
-		if (r != 0 && errno != EAGAIN)
-			continue; /* EINTR */
-		if (r != 0) {
+		/* A signal: the stop, or the main loop's, which serves the lost rings itself. */
+		if (r != 0 && errno == EINTR)
+			continue;
+		if (r != 0 && errno == ETIMEDOUT && !ring_maybe_lost(d))
+			continue;
+		if (r != 0 && errno != ETIMEDOUT) {
 			/*
-			 * The word is not 0: only a foreign (root) writer does that.  Not a ring;
-			 * and FUTEX_WAIT would return at once, forever.  The main loop's check of
-			 * the file (publisher_check) stops the daemon within a heartbeat period.
+			 * EAGAIN: the word is not 0, which only a foreign (root) writer does.  Not
+			 * a ring; and FUTEX_WAIT would return at once, forever.  The main loop's
+			 * check of the file (publisher_check) stops the daemon within a heartbeat
+			 * period.
 			 */
 			struct timespec ts = {0, 10 * 1000000L};
 
@@ -68,15 +126,13 @@ static void *doorbell_main(void *arg)
 			continue;
 		}
 		/*
-		 * The ring's time: later than the stamp of whoever rang (it stamps, then rings),
-		 * and as early as we can read it, so that the horizon (daemon.c, on_doorbell) asks
-		 * for no more than the ringers need.  Stored before the eventfd write that the main
-		 * loop reads first.
+		 * A ring (0), or an expiry after which a ring may have been lost (ETIMEDOUT):
+		 * served as a ring, a request to look, never evidence.  Only rings are counted
+		 * (statistics: relaxed).
 		 */
-		__atomic_store_n(&d->woke_ns, bd_mono_ns(), __ATOMIC_RELEASE);
-		/* One eventfd write per wake; the main loop coalesces everything pending. */
-		if (write(d->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-			log_warn("doorbell: eventfd write failed: %s", strerror(errno));
+		if (r == 0)
+			__atomic_fetch_add(&d->heard, 1, __ATOMIC_RELAXED);
+		hand_over(d);
 		/*
 		 * Flood bound: wake-ups at the credit rate, with the same burst as the credit
 		 * passes.  Once the burst is spent, sit out the gap: a ring that arrives while we
@@ -151,21 +207,36 @@ int doorbell_start(struct doorbell *d, uint64_t *word, struct probes *probes, ui
 	return 0;
 }
 
+bool doorbell_moved(struct doorbell *d)
+{
+	if (!d->started || !__atomic_load_n(&d->waiting, __ATOMIC_RELAXED))
+		return false;
+	/* Its word holds 0 (the daemon never changes it): no load needed for the count. */
+	if (futex_count_u32((const uint32_t *)d->word, 0) > 0)
+		return false;
+	/* In its wait, yet not on its word: moved.  The signal ends that wait (EINTR). */
+	pthread_kill(d->thread, DOORBELL_WAKE_SIGNAL);
+	return true;
+}
+
 void doorbell_stop(struct doorbell *d)
 {
 	if (d->started) {
 		d->stop = 1;
-		/* Our own ring wakes the thread; it sees stop and leaves. */
 		while (pthread_tryjoin_np(d->thread, NULL) == EBUSY) {
 			struct timespec ts = {0, 1000000};
 
 			/*
-			 * A wake of a word whose page was truncated away fails (EFAULT) and the
-			 * thread's wait never ends by itself: interrupt it with a signal.
+			 * A wake of our word does not reach a thread that another user moved to a
+			 * word of theirs (FUTEX_CMP_REQUEUE), nor one whose page was truncated away
+			 * (the wake fails with EFAULT): interrupt its wait with a signal, every
+			 * time, as well as the wake.  Repeated: a signal that lands between the
+			 * thread's check of stop and its FUTEX_WAIT is spent on nothing.  And its
+			 * wait ends by itself within DOORBELL_WAIT_NS, whatever becomes of these.
 			 */
-			if (syscall(SYS_futex, (uint32_t *)d->word, FUTEX_WAKE, INT32_MAX, NULL,
-				    NULL, 0) < 0)
-				pthread_kill(d->thread, DOORBELL_WAKE_SIGNAL);
+			syscall(SYS_futex, (uint32_t *)d->word, FUTEX_WAKE, INT32_MAX, NULL, NULL,
+				0);
+			pthread_kill(d->thread, DOORBELL_WAKE_SIGNAL);
 			nanosleep(&ts, NULL);
 		}
 		d->started = false;

@@ -145,11 +145,7 @@ void publisher_set_armed(struct publisher *p, bool armed)
 
 static long count_u32(const uint32_t *word)
 {
-	/* Requeue every waiter onto the very same word, waking none: the count is the result. */
-	long n = syscall(SYS_futex, word, FUTEX_CMP_REQUEUE, 0, (void *)(long)INT32_MAX, word,
-			 __atomic_load_n(word, __ATOMIC_RELAXED));
-
-	return n < 0 ? (errno == EAGAIN ? 1 : 0) : n;
+	return futex_count_u32(word, __atomic_load_n(word, __ATOMIC_RELAXED));
 }
 
 static long count_word(uint64_t *word)

@@ -168,7 +168,7 @@ int sandbox_install_filter(uint64_t *flags_word)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(sched_setaffinity), 1,
 				       SCMP_A0(SCMP_CMP_EQ, 0));
 	/*
-	 * The stop's wake of the doorbell thread when its word's page was truncated away
+	 * The stop's interruption of the doorbell thread's wait, on whatever word it is
 	 * (doorbell_stop): pthread_kill, to this process only, with that one signal.
 	 */
 	if (!ret)

@@ -29,6 +29,13 @@ int futex_wake_word(uint64_t *word)
 	return (int)syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
 }
 
+long futex_count_u32(const uint32_t *word, uint32_t val)
+{
+	long n = syscall(SYS_futex, word, FUTEX_CMP_REQUEUE, 0, (void *)(long)INT32_MAX, word, val);
+
+	return n < 0 ? (errno == EAGAIN ? 1 : 0) : n;
+}
+
 void state_flags_update(uint64_t *flags, uint64_t clear, uint64_t set)
 {
 	uint64_t f = __atomic_load_n(flags, __ATOMIC_RELAXED);
@@ -112,10 +119,11 @@ static int ensure_dir(const char *path, char *err, size_t errlen)
  * Why the file is not one an earlier daemon of ours left this boot, or NULL.  Every start
  * resets the times anyway (DESIGN rule 9): this only says, in the log, whose file it was, and
  * decides nothing (tests/audit/mutants/adopt_values.patch makes it decide).  now: our clock,
- * read after the loads.
+ * read after the loads.  *interrupted: the reason is also what a daemon of ours leaves when it
+ * dies while it writes the file (a SIGKILL in a pass), so it blames nobody.
  */
 static const char *foreign_reason(const struct state_file *sf, const uint8_t *map, size_t size,
-				  uint64_t now)
+				  uint64_t now, bool *interrupted)
 {
 	const struct barrierd_header *h = (const void *)map;
 	const struct barrierd_ext *x;
@@ -150,21 +158,32 @@ static const char *foreign_reason(const struct state_file *sf, const uint8_t *ma
 		if (h->per_cpu[c].last_interrupt_vtime >= BARRIERD_VTIME_LIMIT)
 			return "holds a vtime no daemon of ours reaches";
 	/*
-	 * Ours, this boot.  Every per-CPU time we publish precedes the heartbeat stored after it,
-	 * every per-CPU vtime is at most the file's vtime, each global is at most every per-CPU
-	 * value (it is their minimum, published after them), and a clean stop left the globals in
-	 * the stop snapshot.  Anything else was written by someone else (or we died mid-pass):
-	 * not evidence we can vouch for.
+	 * Ours, this boot.  Every per-CPU vtime is at most the file's vtime (a pass advances that
+	 * first; a reset raises it before anything else), and each global is at most every
+	 * per-CPU value (their minimum, published after them, and every per-CPU value only
+	 * grows): at every instant, so a daemon of ours killed at any point leaves them so too.
 	 */
 	for (uint64_t c = 0; c < sf->ncpu; c++)
-		if (h->per_cpu[c].last_interrupt_ns > h->heartbeat_ns ||
-		    h->per_cpu[c].last_interrupt_vtime > h->vtime ||
+		if (h->per_cpu[c].last_interrupt_vtime > h->vtime ||
 		    h->last_interrupt_ns > h->per_cpu[c].last_interrupt_ns ||
 		    h->last_interrupt_vtime > h->per_cpu[c].last_interrupt_vtime)
-			return "holds values this daemon did not publish";
+			return "holds values no daemon of ours publishes";
 	if ((h->flags & BARRIERD_FLAG_STOPPED) &&
 	    (h->last_interrupt_ns != x->stop_ns || h->last_interrupt_vtime != x->stop_vtime))
 		return "changed after its daemon stopped";
+	/*
+	 * Every per-CPU time we publish precedes the heartbeat stored after it, once the pass (or
+	 * the reset, which zeroes the heartbeat before the per-CPU words) is complete: a daemon of
+	 * ours killed in between leaves a later one, as another writer could.  Nothing in the
+	 * file tells them apart (the reset follows either way).
+	 */
+	for (uint64_t c = 0; c < sf->ncpu; c++)
+		if (h->per_cpu[c].last_interrupt_ns > h->heartbeat_ns) {
+			*interrupted = true;
+			return "per-CPU times newer than its last heartbeat, as a daemon of ours "
+			       "leaves it when it is killed or dies while it writes the file (or "
+			       "another process wrote them)";
+		}
 	return NULL;
 }
 
@@ -1054,6 +1073,7 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 	 * logged for whoever wonders whose file it was.
 	 */
 	if (st.st_size > 0) {
+		bool interrupted = false;
 		uint64_t now;
 
 		map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, sf->fd, 0);
@@ -1066,10 +1086,12 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 		/* The clock after the loads: a value of ours can never look later than it. */
 		bd_lfence();
 		now = bd_mono_ns();
-		why = foreign_reason(sf, map, (size_t)st.st_size, now);
+		why = foreign_reason(sf, map, (size_t)st.st_size, now, &interrupted);
+		/* An interrupted write of ours is an ordinary kill: no warning for it. */
 		if (why)
-			log_warn("resetting %s: %s; every time field zeroed, stopped flag set",
-				 path, why);
+			log_msg(interrupted ? LOG_LVL_INFO : LOG_LVL_WARN,
+				"resetting %s: %s; every time field zeroed, stopped flag set", path,
+				why);
 		else
 			log_info("%s: left by an earlier daemon of ours; times restart from zero, "
 				 "vtime above every value it held",

@@ -129,4 +129,12 @@ void state_file_inode_lock_name(char *out, size_t len, unsigned long long dev,
 /* FUTEX_WAKE (shared: clients map the file from other processes) on a word's low half. */
 int futex_wake_word(uint64_t *word);
 
+/*
+ * How many wait on a 32-bit word of the file (shared), counted by requeueing them all onto the
+ * same word, waking none.  val: what the word holds; if it holds something else, the count
+ * fails and 1 is returned (someone may wait there).  Any user can add to the count (by waiting
+ * there) or lower it (by requeueing the waiters elsewhere first).
+ */
+long futex_count_u32(const uint32_t *word, uint32_t val);
+
 #endif
