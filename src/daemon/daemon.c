@@ -94,8 +94,7 @@ struct daemon {
 	struct notifier notify;
 	struct rate_limit credit_limit; /* --max-credit-rate, with a burst */
 	struct rate_limit fold_limit;	/* FOLD_RATE, FOLD_BURST */
-	struct rate_limit
-	    follow_limit;    /* every pass while following: FOLLOW_GAP_NS, FOLLOW_BURST */
+	struct rate_limit follow_limit; /* FOLLOW_GAP_NS, FOLLOW_BURST */
 	bool rb_paused;	     /* out of tokens: the ring buffer unwatched until ffd fires */
 	bool bell_paused;    /* out of follow tokens: the doorbell's eventfd unwatched until ffd */
 	uint64_t cpu_mark;   /* the daemon's CPU time at the latest follow_charge */
