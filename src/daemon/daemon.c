@@ -49,6 +49,30 @@
  */
 #define FOLD_RATE 5000
 #define FOLD_BURST 64
+/*
+ * The follow gate: what one user can make the daemon spend (docs/DESIGN.md §6).  Following,
+ * every CPU's first event after a pass signals (§4.4), so the pass rate is whatever rate of
+ * events anyone makes: four unmarked sleepers, woken by every pass, alone kept a 2-CPU
+ * machine's daemon at ~4500 passes and ~26 % of a CPU a second.  So while following, a pass of
+ * any kind (fold, credit, one that goes again) needs two things:
+ *  - a token of FOLLOW_GAP_NS, FOLLOW_BURST: at most one pass a millisecond sustained, the
+ *    count bound (a client that cannot ring waits for events a tick apart anyway, 4 ms at
+ *    HZ=250; the bursts cover the few passes one barrier takes);
+ *  - the daemon's CPU time (every thread: the doorbell thread's rings and the nudges count
+ *    too), charged after every pass (follow_charge), within FOLLOW_CPU_PERMILLE of one CPU
+ *    with a tolerance of FOLLOW_CPU_WINDOW_NS: the cost bound, whatever one pass costs on this
+ *    machine (its wakes, counts and wake-up: 30-160 us on a 2-vCPU VM, the more the busier it
+ *    is).  The gap thus adapts: 1 ms where passes are cheap, longer where they are not;
+ *  - but never longer than FOLLOW_MAX_GAP_NS (the idle-credit interval's default): the work
+ *    of the other threads (a ring flood wakes the doorbell thread up to --max-credit-rate
+ *    times a second) must not starve the passes, which every waiter needs.
+ * The gate decides only when the daemon looks, never what counts as evidence.
+ */
+#define FOLLOW_GAP_NS (1000000ULL)
+#define FOLLOW_BURST 8
+#define FOLLOW_CPU_PERMILLE 40
+#define FOLLOW_CPU_WINDOW_NS (40000000ULL)
+#define FOLLOW_MAX_GAP_NS (10000000ULL)
 
 enum { EV_RB = 1, EV_DOORBELL, EV_TIMER, EV_SIGNAL, EV_CREDIT, EV_FOLD, EV_NUDGE };
 
@@ -71,7 +95,12 @@ struct daemon {
 	struct notifier notify;
 	struct rate_limit credit_limit; /* --max-credit-rate, with a burst */
 	struct rate_limit fold_limit;	/* FOLD_RATE, FOLD_BURST */
-	bool rb_paused;		 /* out of fold tokens: the ring buffer unwatched until ffd fires */
+	struct rate_limit follow_limit; /* FOLLOW_GAP_NS, FOLLOW_BURST */
+	bool rb_paused;	     /* out of tokens: the ring buffer unwatched until ffd fires */
+	bool bell_paused;    /* out of follow tokens: the doorbell's eventfd unwatched until ffd */
+	uint64_t cpu_mark;   /* the daemon's CPU time at the latest follow_charge */
+	uint64_t cpu_tat;    /* the CPU budget's theoretical arrival time (follow_charge) */
+	uint64_t paused_due; /* when ffd fires (absolute), while paused */
 	uint64_t last_credit_ns; /* when the latest credit pass ran */
 	uint64_t next_watchdog_ns, next_status_ns, next_probe_ns;
 	uint64_t armed_until, tick_ns;
@@ -120,6 +149,10 @@ static void hook_release(struct daemon *d, uint32_t how)
 	syscall(SYS_futex, &d->hook_go, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 #endif
+
+/* The follow gate (FOLLOW_GAP_NS), defined with the main loop's events. */
+static void pause_events(struct daemon *d, uint64_t now);
+static uint64_t follow_next(const struct daemon *d, uint64_t now);
 
 /* How long the daemon follows after the last sign of a client that cannot ring. */
 #define ARM_HOLD_NS (1000000000ULL)
@@ -213,7 +246,12 @@ static void schedule_credit(struct daemon *d)
 	uint64_t held, due = 0;
 
 	if (d->credit_pending) {
-		due = rate_limit_next(&d->credit_limit, bd_mono_ns());
+		uint64_t now = bd_mono_ns();
+
+		due = rate_limit_next(&d->credit_limit, now);
+		/* Following, a credit pass needs a follow token too (take_credit). */
+		if (d->pub.armed && follow_next(d, now) > due)
+			due = follow_next(d, now);
 		if (d->deferring && due < d->credit_asked_ns + d->o->idle_credit_interval_ns)
 			due = d->credit_asked_ns + d->o->idle_credit_interval_ns;
 	} else if (d->pub.armed && publisher_idle_hold(&d->pub, &held)) {
@@ -713,6 +751,60 @@ static void foreign_or_fault(struct daemon *d)
 		d->foreign = true;
 }
 
+static uint64_t daemon_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * After a pass: the daemon's CPU time since the previous charge (the pass, whatever woke it or
+ * ran between, the other threads' work) costs the CPU budget used / FOLLOW_CPU_PERMILLE of wall
+ * time (GCRA, as rate_limit.h, with a tolerance of FOLLOW_CPU_WINDOW_NS), the debt capped so
+ * that the next pass waits at most FOLLOW_MAX_GAP_NS.  Charged only while following: the gate
+ * is following's.
+ */
+static void follow_charge(struct daemon *d, uint64_t now)
+{
+	uint64_t cpu = daemon_cpu_ns(), used = cpu - d->cpu_mark;
+
+	d->cpu_mark = cpu;
+	if (!d->pub.armed)
+		return;
+	if (d->cpu_tat < now)
+		d->cpu_tat = now;
+	d->cpu_tat += used * 1000 / FOLLOW_CPU_PERMILLE;
+	if (d->cpu_tat > now + FOLLOW_CPU_WINDOW_NS + FOLLOW_MAX_GAP_NS)
+		d->cpu_tat = now + FOLLOW_CPU_WINDOW_NS + FOLLOW_MAX_GAP_NS;
+}
+
+/* When following allows the next pass: a follow token and the CPU budget (follow_charge). */
+static uint64_t follow_next(const struct daemon *d, uint64_t now)
+{
+	uint64_t t = rate_limit_next(&d->follow_limit, now);
+	uint64_t c = d->cpu_tat > FOLLOW_CPU_WINDOW_NS ? d->cpu_tat - FOLLOW_CPU_WINDOW_NS : 0;
+
+	return c > t ? c : t;
+}
+
+/*
+ * A fold token, and a follow token while following (FOLLOW_GAP_NS): both or neither.  A credit
+ * pass takes a credit token instead of the fold token, and the follow token too (take_credit).
+ */
+static bool take_pass_tokens(struct daemon *d, uint64_t now)
+{
+	bool follow = d->pub.armed;
+
+	if (rate_limit_next(&d->fold_limit, now) > now || (follow && follow_next(d, now) > now))
+		return false;
+	rate_limit_take(&d->fold_limit, now);
+	if (follow)
+		rate_limit_take(&d->follow_limit, now);
+	return true;
+}
+
 /* Run a pass, repeating while the watermark handshake asks for it. */
 static int run_pass(struct daemon *d, bool credit)
 {
@@ -721,7 +813,7 @@ static int run_pass(struct daemon *d, bool credit)
 
 	for (int i = 0; i < MAX_AGAIN && again; i++) {
 		/* Each pass after the first is a fold of its own: it takes a token (take_fold). */
-		if (i > 0 && !rate_limit_take(&d->fold_limit, bd_mono_ns()))
+		if (i > 0 && !take_pass_tokens(d, bd_mono_ns()))
 			break; /* again stays true: the loop defers it to ffd */
 		ret = publisher_pass(&d->pub, credit && i == 0, &again);
 		if (ret == -EBUSY)
@@ -945,8 +1037,15 @@ static bool take_credit(struct daemon *d, bool *fold)
 		*fold = true;
 		return false;
 	}
+	/* Following, a credit pass is a pass like any other: the follow gate first. */
+	if (d->pub.armed && follow_next(d, now) > now) {
+		pause_events(d, now);
+		return false;
+	}
 	if (!rate_limit_take(&d->credit_limit, now))
 		return false;
+	if (d->pub.armed)
+		rate_limit_take(&d->follow_limit, now);
 	d->credit_pending = false;
 	d->last_credit_ns = now;
 	return true;
@@ -982,27 +1081,50 @@ static int serve_legacy(struct daemon *d)
 }
 
 /*
- * A fold pass allowed by FOLD_RATE now?  If not, stop watching the ring buffer (its signals
- * would only wake us to find no token) and set ffd for the next token: the fold then runs.
- * Deferring a fold is safe: a pass reads the slots themselves, the signals are only wake-ups.
+ * Out of tokens (fold, or follow while following): stop watching what only asks for a pass
+ * until the next token is due, and set ffd for it.  The ring buffer's signals would only wake us
+ * to find no token; so would the doorbell's eventfd while following, since following moves the
+ * horizon past every ring's stamp at the next pass anyway.  Deferring is safe: a pass reads the
+ * slots themselves and r is read in the pass (DESIGN 4.1, 4.2); signals and rings are only
+ * wake-ups, and the eventfd keeps counting the rings meanwhile.
+ */
+static void pause_events(struct daemon *d, uint64_t now)
+{
+	struct epoll_event ev = {.events = 0, .data.u64 = EV_RB};
+	uint64_t next = rate_limit_next(&d->fold_limit, now);
+
+	if (d->pub.armed && follow_next(d, now) > next)
+		next = follow_next(d, now);
+	if (!d->rb_paused) {
+		epoll_ctl(d->epfd, EPOLL_CTL_MOD, probes_rb_fd(&d->probes), &ev);
+		d->rb_paused = true;
+	}
+	if (d->pub.armed && !d->bell_paused) {
+		ev.data.u64 = EV_DOORBELL;
+		epoll_ctl(d->epfd, EPOLL_CTL_MOD, d->bell.efd, &ev);
+		d->bell_paused = true;
+	}
+	if (next > d->paused_due) {
+		d->paused_due = next;
+		timer_at(d->ffd, next);
+	}
+}
+
+/*
+ * A fold pass allowed by FOLD_RATE (and, following, FOLLOW_GAP_NS) now?  If not, the events
+ * that ask for one are paused until the next token (pause_events): the fold then runs.
  */
 static bool take_fold(struct daemon *d)
 {
-	struct epoll_event ev = {.events = 0, .data.u64 = EV_RB};
-	uint64_t now = bd_mono_ns(), next;
+	uint64_t now = bd_mono_ns();
 
-	if (rate_limit_take(&d->fold_limit, now))
+	if (take_pass_tokens(d, now))
 		return true;
-	if (d->rb_paused)
-		return false;
-	epoll_ctl(d->epfd, EPOLL_CTL_MOD, probes_rb_fd(&d->probes), &ev);
-	d->rb_paused = true;
-	next = rate_limit_next(&d->fold_limit, now);
-	timer_at(d->ffd, next);
+	pause_events(d, now);
 	return false;
 }
 
-/* ffd fired: a fold token is due; watch the ring buffer again. */
+/* ffd fired: a token is due; watch the ring buffer and the doorbell again. */
 static void on_fold_timer(struct daemon *d)
 {
 	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = EV_RB};
@@ -1010,8 +1132,15 @@ static void on_fold_timer(struct daemon *d)
 
 	if (read(d->ffd, &v, sizeof(v)) < 0)
 		return;
-	epoll_ctl(d->epfd, EPOLL_CTL_MOD, probes_rb_fd(&d->probes), &ev);
+	d->paused_due = 0;
+	if (d->rb_paused)
+		epoll_ctl(d->epfd, EPOLL_CTL_MOD, probes_rb_fd(&d->probes), &ev);
 	d->rb_paused = false;
+	if (d->bell_paused) {
+		ev.data.u64 = EV_DOORBELL;
+		epoll_ctl(d->epfd, EPOLL_CTL_MOD, d->bell.efd, &ev);
+	}
+	d->bell_paused = false;
 }
 
 static int loop(struct daemon *d)
@@ -1023,6 +1152,8 @@ static int loop(struct daemon *d)
 		return poll_now;
 	rate_limit_init(&d->credit_limit, d->o->max_credit_rate, BARRIERD_CREDIT_BURST);
 	rate_limit_init(&d->fold_limit, FOLD_RATE, FOLD_BURST);
+	rate_limit_init(&d->follow_limit, 1000000000ULL / FOLLOW_GAP_NS, FOLLOW_BURST);
+	d->cpu_mark = daemon_cpu_ns();
 	d->last_credit_ns = bd_mono_ns();
 
 	for (;;) {
@@ -1100,6 +1231,7 @@ static int loop(struct daemon *d)
 		if (ret < 0)
 			return ret;
 		poll_now = ret;
+		follow_charge(d, bd_mono_ns());
 		/*
 		 * Following, the daemon moves the horizon at every pass and library waiters do not
 		 * ring (NO_RING_ARMED): their nudges come from these horizons.
