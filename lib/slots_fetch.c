@@ -7,10 +7,13 @@
  * What makes a received set trustworthy: the socket is found through the state file's trusted
  * directory and is a trusted owner's; the peer is root (or the trusted uid); the map is a
  * frozen BPF_F_MMAPABLE array of 64-byte slots, one per CPU of the file; and a link is a raw
- * tracepoint link on sched_switch.  fdinfo cannot tie the map to that link's program: that
- * rests on the peer (root, or the uid the caller trusts for its file).  A memfd or a writable map
- * handed over by anyone else fails those checks.  Holding the links is what keeps the programs
- * attached, and so the idle words live, for as long as the slots can be read (DESIGN §3.13).
+ * tracepoint link on sched_switch.  fdinfo cannot tie the map to that link's program: the
+ * daemon's anchor does (recv_anchor, PROTOCOL §6.12), checked whenever one comes; without one
+ * that rests on the peer (root, or the uid the caller trusts for its file).  A handle whose file
+ * owner is unmapped (bd_open_relayed) cannot judge owners or peers at all and takes only
+ * anchored sets.  A memfd or a writable map handed over by anyone else fails those checks.  Holding
+ * the links is what keeps the programs attached, and so the idle words live, for as long as the
+ * slots can be read (DESIGN §3.13).
  */
 #include "internal.h"
 

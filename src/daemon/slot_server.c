@@ -168,9 +168,9 @@ int slot_server_start(struct slot_server *s, const char *path, mode_t mode, stru
 	/*
 	 * Descriptors in flight (sent, not yet received) count against root's user and are
 	 * refused (ETOOMANYREFS) past the sender's RLIMIT_NOFILE once this thread has dropped
-	 * its capabilities: a user who connects and never reads holds two per reply.  The
-	 * hard limit raises the number of replies such a user must hold (each costs them a
-	 * descriptor) to stop the service; that costs clients the direct path only.
+	 * its capabilities: a user who connects and never reads holds four per reply (two with the
+	 * anchor's).  The hard limit raises the number of replies such a user must hold (each costs
+	 * them a descriptor) to stop the service; that costs clients the direct path only.
 	 */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
