@@ -281,8 +281,8 @@ struct barrierd_anchor {
 	uint64_t switch_prog_id; /* the kernel's id of the sched_switch program */
 	uint64_t file_dev;	 /* the state file's st_dev and st_ino */
 	uint64_t file_ino;
-	int32_t handle_type;   /* name_to_handle_at() of the state file: survives no */
-	uint32_t handle_bytes; /* inode reuse (it holds the inode's generation) */
+	int32_t handle_type;   /* name_to_handle_at() of the state file (it holds the */
+	uint32_t handle_bytes; /* inode's generation), or -1 and 0 on file systems without */
 	uint8_t handle[BARRIERD_ANCHOR_HANDLE_MAX];
 };
 

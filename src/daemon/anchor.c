@@ -57,11 +57,16 @@ int anchor_load(struct anchor *a, const struct probes *p, int file_fd, uint64_t 
 	 * that later reuses this inode number is told apart (a relayed old anchor next to it).
 	 */
 	h.fh.handle_bytes = BARRIERD_ANCHOR_HANDLE_MAX;
-	if (name_to_handle_at(file_fd, "", &h.fh, &mnt, AT_EMPTY_PATH))
+	if (name_to_handle_at(file_fd, "", &h.fh, &mnt, AT_EMPTY_PATH) == 0) {
+		rec.handle_type = h.fh.handle_type;
+		rec.handle_bytes = h.fh.handle_bytes;
+		memcpy(rec.handle, h.fh.f_handle, h.fh.handle_bytes);
+	} else if (errno == EOPNOTSUPP || errno == EOVERFLOW) {
+		/* A file system without handles (overlayfs without nfs_export): dev and ino. */
+		rec.handle_type = -1;
+	} else {
 		return -errno;
-	rec.handle_type = h.fh.handle_type;
-	rec.handle_bytes = h.fh.handle_bytes;
-	memcpy(rec.handle, h.fh.f_handle, h.fh.handle_bytes);
+	}
 
 	a->skel = barrierd_anchor_bpf__open();
 	if (!a->skel)
