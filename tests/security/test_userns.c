@@ -49,25 +49,33 @@ static int write_file(const char *path, const char *text)
  * everything else (root included) unmapped.  Returns in the new pid namespace's first process
  * (0), or -errno; the parent waits for it and exits with its status.
  */
+static int step_failed(const char *what)
+{
+	int e = errno;
+
+	fprintf(stderr, "enter_userns: %s: %s\n", what, strerror(e));
+	return -e;
+}
+
 static int enter_userns(void)
 {
 	pid_t pid;
 	int st;
 
 	if (test_drop_to_nobody())
-		return -EPERM;
+		return step_failed("becoming nobody");
 	/* The uid change made us undumpable: /proc/self would be root's, its maps unwritable. */
 	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0))
-		return -errno;
+		return step_failed("PR_SET_DUMPABLE");
 	if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID))
-		return -errno;
+		return step_failed("unshare");
 	if (write_file("/proc/self/setgroups", "deny") ||
 	    write_file("/proc/self/uid_map", "0 65534 1") ||
 	    write_file("/proc/self/gid_map", "0 65534 1"))
-		return -EPERM;
+		return step_failed("the id maps");
 	pid = fork();
 	if (pid < 0)
-		return -errno;
+		return step_failed("fork");
 	if (pid) {
 		if (waitpid(pid, &st, 0) != pid)
 			_exit(99);
@@ -75,9 +83,10 @@ static int enter_userns(void)
 	}
 	/* Dies with the waiting parent: a hang guard that kills it leaves nothing behind. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) ||
-	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
-	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
-		return -errno;
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		return step_failed("making / private");
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
+		return step_failed("mounting proc");
 	return 0;
 }
 

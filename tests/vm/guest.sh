@@ -82,7 +82,9 @@ nohz)
 userns)
 	# nobody in its own user, pid and mount namespaces gets the file and the direct path
 	# through the daemon's anchor; fake relays are refused (PROTOCOL.md §6.12).
-	echo "kernel.unprivileged_bpf_disabled=$(cat /proc/sys/kernel/unprivileged_bpf_disabled)" >>"$out/boot"
+	echo "kernel.unprivileged_bpf_disabled=$(cat /proc/sys/kernel/unprivileged_bpf_disabled)" \
+		"kernel.unprivileged_userns_clone=$(cat /proc/sys/kernel/unprivileged_userns_clone 2>&1)" \
+		"$(grep -c . /proc/self/mountinfo) mounts, under /proc: $(awk '$5 ~ /^\/proc\//' /proc/self/mountinfo | wc -l)" >>"$out/boot"
 	run test_userns pass "$build/tests/security/test_userns"
 	;;
 audit8)
