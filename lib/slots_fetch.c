@@ -27,12 +27,14 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #define FETCH_TIMEOUT_US 50000 /* the daemon replies at once, unless flooded */
 /* Between two attempts of one handle: 100 ms after a success, doubling after failures. */
 #define FETCH_RETRY_NS (100 * 1000000ULL)
 #define FETCH_RETRY_MAX_NS (10 * 1000000000ULL)
+#define RELAY_VERIFY_ATTEMPTS 4
 
 /* The value of "key:\t..." in /proc/self/fdinfo/fd, or -1; lines are short. */
 static int fdinfo(int fd, char *buf, size_t len)
@@ -456,8 +458,19 @@ int bd_relay_verify(const struct barrierd *b, const struct barrierd_header *h, i
 	struct bd_direct *d;
 	int ret;
 
-	/* relay_only: fetch() accepts only an anchored set, whose anchor names our file. */
-	ret = fetch(b, h, &d, &a);
+	/*
+	 * relay_only: fetch() accepts only an anchored set, whose anchor names our file.  A few
+	 * attempts, 20 ms apart: a loaded daemon may miss one reply's 50 ms, and this open has
+	 * no later fetch to fall back on (a refusal costs the caller at most this much more).
+	 */
+	for (int attempt = 0;; attempt++) {
+		struct timespec pause = {0, 20 * 1000000L};
+
+		ret = fetch(b, h, &d, &a);
+		if (!ret || attempt == RELAY_VERIFY_ATTEMPTS - 1)
+			break;
+		nanosleep(&pause, NULL);
+	}
 	if (ret)
 		return ret;
 	drop(d);
