@@ -261,6 +261,42 @@ BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_slots_msg, ncpu) == 16, "abi");
 BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_slots_msg, generation) == 24, "abi");
 BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_slots_msg, nlinks) == 32, "abi");
 
+/*
+ * The anchor (docs/PROTOCOL.md §6.12): after the reply above, the daemon sends a second record,
+ * struct barrierd_anchor_msg, with SCM_RIGHTS carrying two descriptors: a BPF_PROG_TYPE_SYSCALL
+ * program the daemon loaded (never attached; only CAP_BPF loads one), then that program's
+ * frozen, program-read-only .rodata map, whose one value is struct barrierd_anchor.  It names
+ * this run's slots map, sched_switch program, state file (its file handle) and generation: a
+ * client that cannot trust the file's owner (a user namespace where root is unmapped) accepts
+ * the file and the slots only if they are the objects named there.  Readers of ABI 1.3 read one
+ * record and never see it.
+ */
+#define BARRIERD_ANCHOR_MAGIC 0x31524f48434e4142ULL /* "BANCHOR1" */
+#define BARRIERD_ANCHOR_HANDLE_MAX 40u
+
+struct barrierd_anchor {
+	uint64_t magic;		 /* BARRIERD_ANCHOR_MAGIC */
+	uint64_t generation;	 /* the file's generation of this run */
+	uint64_t slots_map_id;	 /* the kernel's id of the frozen slots map */
+	uint64_t switch_prog_id; /* the kernel's id of the sched_switch program */
+	uint64_t file_dev;	 /* the state file's st_dev and st_ino */
+	uint64_t file_ino;
+	int32_t handle_type;   /* name_to_handle_at() of the state file (it holds the */
+	uint32_t handle_bytes; /* inode's generation), or -1 and 0 on file systems without */
+	uint8_t handle[BARRIERD_ANCHOR_HANDLE_MAX];
+};
+
+struct barrierd_anchor_msg {
+	uint64_t magic; /* BARRIERD_ANCHOR_MAGIC */
+	uint32_t nfds;	/* 2: the anchor program, then its .rodata map */
+	uint32_t reserved;
+};
+
+BARRIERD_STATIC_ASSERT(sizeof(struct barrierd_anchor) == 96, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_anchor, handle_type) == 48, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_anchor, handle) == 56, "abi");
+BARRIERD_STATIC_ASSERT(sizeof(struct barrierd_anchor_msg) == 16, "abi");
+
 /* The largest ncpu a reader accepts (the kernel's NR_CPUS limit). */
 #define BARRIERD_MAX_CPUS 8192u
 

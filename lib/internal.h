@@ -86,6 +86,7 @@ struct barrierd {
 	uint64_t direct_next_ns; /* __atomic: no fetch before this raw clock time */
 	uint64_t direct_backoff; /* ns to wait after the next failed fetch (doubling) */
 	bool no_direct;		 /* BARRIERD_OPEN_NO_DIRECT */
+	bool relay_only; /* the file's owner is unmapped: trusted through the anchor alone */
 	barrierd_credit_fn observer;
 	void *observer_arg;
 };
@@ -338,6 +339,31 @@ int bd_open_trusted_dir(const char *path, uid_t trusted_uid, int trusted_uid_set
 
 /* Is this owner root, or the uid the open options trust? */
 int bd_owner_trusted(uid_t owner, uid_t trusted_uid, int trusted_uid_set);
+
+/* Split path into its directory (opened O_PATH, not checked: the caller checks) and base. */
+int bd_open_dir(const char *path, int *dfd, const char **base);
+
+/*
+ * The file at path, opened as bd_open_trusted opens it, when its owner is unmapped in our user
+ * namespace (the overflow uid).  Trusted only once the daemon's anchor names it
+ * (bd_relay_verify): docs/PROTOCOL.md §6.1.  0 and *fd, or -errno (-EPERM: another owner).
+ */
+int bd_open_relayed(const char *path, int *fd_out);
+
+/*
+ * The anchor's record (lib/anchor.c) from its program and .rodata map descriptors, if the
+ * kernel vouches for them: 0, or -errno (-EPROTO: not an anchor).
+ */
+int bd_anchor_read(int prog_fd, int map_fd, struct barrierd_anchor *out);
+/* Is the file open at fd the one the anchor names (its file handle)?  1, 0 or -errno. */
+int bd_file_handle_is(int fd, const struct barrierd_anchor *a);
+
+/*
+ * For a handle whose file was opened by bd_open_relayed: fetch a set from the socket beside it
+ * and keep nothing; 0 only if the set is anchored, the anchor names the file open at file_fd
+ * (mapped at h) and its generation, and the slots are the anchor's.  -errno otherwise.
+ */
+int bd_relay_verify(const struct barrierd *b, const struct barrierd_header *h, int file_fd);
 
 /* membarrier(MEMBARRIER_CMD_GLOBAL): 0 or its -errno, never a success it did not get. */
 int bd_fallback_membarrier(void);

@@ -118,11 +118,21 @@ int bd_map_file(struct barrierd *b, const char *path, bool late)
 	off_t hole;
 	size_t size;
 	void *map;
+	bool relayed = false;
 	int fd, ret;
 
 	if (off == INT64_MIN)
 		return -EPROTO; /* our time namespace's offset cannot be known */
 	ret = bd_open_trusted(path, b->trusted_uid, b->trusted_uid_set, &fd);
+	/*
+	 * A user namespace where the daemon's root is unmapped: every owner on the way shows as
+	 * the overflow uid, which proves nothing.  The file is then taken only if the daemon's
+	 * anchor names it (bd_relay_verify, below, before anything is published).
+	 */
+	if (ret == -EPERM && bd_open_relayed(path, &fd) == 0) {
+		relayed = true;
+		ret = 0;
+	}
 	/*
 	 * A daemon creating the file (docs/LIFECYCLE.md): 0600 under its umask until its
 	 * fchmod, empty until allocated, zeros until laid out.  For a handle waiting for its file
@@ -179,6 +189,23 @@ int bd_map_file(struct barrierd *b, const char *path, bool late)
 	 * it (ENOMEM), the handle just cannot tell a replaced file from a dead daemon.
 	 */
 	b->path = realpath(path, NULL);
+	if (relayed) {
+		/*
+		 * The socket is found beside the path; the set and its anchor are checked against
+		 * this descriptor and mapping.  Refused: EPERM, as the walk would have; a handle
+		 * waiting for its file waits on (the daemon may not serve yet).
+		 */
+		b->relay_only = true;
+		ret = b->path ? bd_relay_verify(b, map, fd) : -ENOMEM;
+		if (ret) {
+			b->relay_only = false;
+			free(b->path);
+			b->path = NULL;
+			munmap(map, size);
+			close(fd);
+			return late ? -ENOENT : ret == -ENOMEM ? ret : -EPERM;
+		}
+	}
 	/*
 	 * No extension yet (a new or reset file, laid out but not yet started): keep the trusted
 	 * descriptor to map it when it appears (bd_ext_refresh).  Never reopened by name: the

@@ -8,10 +8,13 @@
  * What makes a received set trustworthy: the socket is found through the state file's trusted
  * directory and is a trusted owner's; the peer is root (or the trusted uid); the map is a
  * frozen BPF_F_MMAPABLE array of 64-byte slots, one per CPU of the file; and a link is a raw
- * tracepoint link on sched_switch.  fdinfo cannot tie the map to that link's program: that
- * rests on the peer (root, or the uid the caller trusts for its file).  A memfd or a writable map
- * handed over by anyone else fails those checks.  Holding the links is what keeps the programs
- * attached, and so the idle words live, for as long as the slots can be read (DESIGN §3.13).
+ * tracepoint link on sched_switch.  fdinfo cannot tie the map to that link's program: the
+ * daemon's anchor does (recv_anchor, PROTOCOL §6.12), checked whenever one comes; without one
+ * that rests on the peer (root, or the uid the caller trusts for its file).  A handle whose file
+ * owner is unmapped (bd_open_relayed) cannot judge owners or peers at all and takes only
+ * anchored sets.  A memfd or a writable map handed over by anyone else fails those checks.  Holding
+ * the links is what keeps the programs attached, and so the idle words live, for as long as the
+ * slots can be read (DESIGN §3.13).
  */
 #include "internal.h"
 
@@ -25,12 +28,14 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #define FETCH_TIMEOUT_US 50000 /* the daemon replies at once, unless flooded */
 /* Between two attempts of one handle: 100 ms after a success, doubling after failures. */
 #define FETCH_RETRY_NS (100 * 1000000ULL)
 #define FETCH_RETRY_MAX_NS (10 * 1000000000ULL)
+#define RELAY_VERIFY_ATTEMPTS 4
 
 /* The value of "key:\t..." in /proc/self/fdinfo/fd, or -1; lines are short. */
 static int fdinfo(int fd, char *buf, size_t len)
@@ -86,6 +91,12 @@ static uint64_t object_id(int fd)
 	return id ? id : fdinfo_u64(text, "link_id");
 }
 
+static void close_fds(const int *fds, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		close(fds[i]);
+}
+
 static int check_map(int fd, uint64_t ncpu)
 {
 	char text[1024], n[32];
@@ -101,22 +112,70 @@ static int check_map(int fd, uint64_t ncpu)
 	return 0;
 }
 
-/* A raw tracepoint link (tp_btf links are too); *sw set if it is on sched_switch. */
-static int check_link(int fd, bool *sw)
+/*
+ * A raw tracepoint link (tp_btf links are too); *sw set if it is on sched_switch, and *sw_prog
+ * to its program's id.
+ */
+static int check_link(int fd, bool *sw, uint64_t *sw_prog)
 {
 	char text[1024];
 
 	if (fdinfo(fd, text, sizeof(text)) || !has_line(text, "link_type", "raw_tracepoint"))
 		return -EPROTO;
-	if (has_line(text, "tp_name", "sched_switch"))
+	if (has_line(text, "tp_name", "sched_switch")) {
 		*sw = true;
+		*sw_prog = fdinfo_u64(text, "prog_id");
+	}
 	return 0;
 }
 
-static void close_fds(const int *fds, unsigned n)
+/*
+ * The anchor record that follows the reply on the same connection (PROTOCOL §6.12): 1 and *a
+ * if one came and the kernel vouches for it (lib/anchor.c, and frozen: no system call writes
+ * it), 0 if none came (a daemon without one), -EPROTO if what came is no anchor.  Its
+ * descriptors are closed here: the record is all a client keeps.
+ */
+static int recv_anchor(int s, struct barrierd_anchor *a)
 {
-	for (unsigned i = 0; i < n; i++)
-		close(fds[i]);
+	struct barrierd_anchor_msg m;
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 2)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {&m, sizeof(m)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf)};
+	struct cmsghdr *cm;
+	int fds[2], nfds = 0, ret;
+	char text[1024];
+	ssize_t n;
+
+	n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
+	if (n <= 0)
+		return 0; /* closed after the reply, or nothing within the timeout */
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (nfds < 2)
+				fds[nfds++] = fd;
+			else
+				close(fd);
+		}
+	}
+	ret = -EPROTO;
+	if (n == (ssize_t)sizeof(m) && !(mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) &&
+	    m.magic == BARRIERD_ANCHOR_MAGIC && m.nfds == 2 && nfds == 2 &&
+	    bd_anchor_read(fds[0], fds[1], a) == 0 && fdinfo(fds[1], text, sizeof(text)) == 0 &&
+	    has_line(text, "frozen", "1"))
+		ret = 1;
+	close_fds(fds, (unsigned)nfds);
+	return ret;
 }
 
 /* Connect to path+suffix through the trusted directory; the socket fd or -errno. */
@@ -134,7 +193,15 @@ static int connect_trusted(const struct barrierd *b)
 	if (!b->path || snprintf(name, sizeof(name), "%s%s", b->path,
 				 BARRIERD_SLOTS_SOCKET_SUFFIX) >= (int)sizeof(name))
 		return -ENAMETOOLONG;
-	ret = bd_open_trusted_dir(name, b->trusted_uid, b->trusted_uid_set, &dfd, &base);
+	/*
+	 * A handle trusted through the anchor alone cannot tell who owns the socket or who
+	 * answers (its owners are unmapped): whoever it is, only an anchor the kernel vouches
+	 * for, naming what was sent, gets a set accepted (fetch).
+	 */
+	if (b->relay_only)
+		ret = bd_open_dir(name, &dfd, &base);
+	else
+		ret = bd_open_trusted_dir(name, b->trusted_uid, b->trusted_uid_set, &dfd, &base);
 	if (ret)
 		return ret;
 	/*
@@ -142,7 +209,7 @@ static int connect_trusted(const struct barrierd *b)
 	 * owner's (nobody else can create one in that directory, but say so).
 	 */
 	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) || !S_ISSOCK(st.st_mode) ||
-	    !bd_owner_trusted(st.st_uid, b->trusted_uid, b->trusted_uid_set) ||
+	    (!b->relay_only && !bd_owner_trusted(st.st_uid, b->trusted_uid, b->trusted_uid_set)) ||
 	    snprintf(via, sizeof(via), "/proc/self/fd/%d/%s", dfd, base) >= (int)sizeof(via)) {
 		close(dfd);
 		return -EPERM;
@@ -165,8 +232,9 @@ static int connect_trusted(const struct barrierd *b)
 	    (fcntl(s, F_SETFL, 0) || setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv))))
 		ret = -errno;
 	/* The peer is the daemon (root), or the uid the caller trusts for its file. */
-	if (!ret && (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &cl) ||
-		     !bd_owner_trusted(cred.uid, b->trusted_uid, b->trusted_uid_set)))
+	if (!ret && !b->relay_only &&
+	    (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &cl) ||
+	     !bd_owner_trusted(cred.uid, b->trusted_uid, b->trusted_uid_set)))
 		ret = -EPERM;
 	if (ret) {
 		close(s);
@@ -175,9 +243,16 @@ static int connect_trusted(const struct barrierd *b)
 	return s;
 }
 
-/* Receive, check and map one set; 0 and *out, or -errno with nothing left open. */
-static int fetch(const struct barrierd *b, struct bd_direct **out)
+/*
+ * Receive, check and map one set for the file mapped at h; 0 and *out (and the anchor in
+ * *anchor_out, if one came and anchor_out is not NULL), or -errno with nothing left open.
+ */
+static int fetch(const struct barrierd *b, const struct barrierd_header *h, struct bd_direct **out,
+		 struct barrierd_anchor *anchor_out)
 {
+	struct barrierd_anchor anchor;
+	uint64_t sw_prog = 0;
+	int anchored = 0;
 	struct barrierd_slots_msg m;
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * (1 + BARRIERD_SLOTS_MAX_LINKS))];
@@ -207,6 +282,8 @@ static int fetch(const struct barrierd *b, struct bd_direct **out)
 	}
 	n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
 	ret = n < 0 ? -errno : 0;
+	if (!ret)
+		anchored = recv_anchor(s, &anchor);
 	close(s);
 	/* Every descriptor that arrived is ours to close, whatever else is wrong. */
 	for (cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm; cm = CMSG_NXTHDR(&mh, cm)) {
@@ -231,10 +308,26 @@ static int fetch(const struct barrierd *b, struct bd_direct **out)
 	if (!ret)
 		ret = check_map(d->fds[0], b->ncpu);
 	for (unsigned i = 1; !ret && i < nfds; i++)
-		ret = check_link(d->fds[i], &sw);
+		ret = check_link(d->fds[i], &sw, &sw_prog);
 	if (!ret && !sw)
 		ret =
 		    -EPROTO; /* without the sched_switch link, nothing keeps the idle words live */
+	/*
+	 * The anchor (PROTOCOL §6.12), checked whenever one comes: it binds the set to this run.
+	 * Its generation is this file's now (not an earlier run's anchor, relayed), the file is
+	 * the one we map, the map is the one its sched_switch program writes (not a map an
+	 * earlier run left, whose programs are gone), and the link runs that program.  A handle
+	 * that trusts its file through the anchor alone takes no set without one.
+	 */
+	if (!ret && anchored < 0)
+		ret = -EPROTO;
+	if (!ret && !anchored && b->relay_only)
+		ret = -EPERM;
+	if (!ret && anchored > 0 &&
+	    (anchor.generation != bd_load(&h->generation) || anchor.file_dev != b->dev ||
+	     anchor.file_ino != b->ino || anchor.slots_map_id != object_id(d->fds[0]) ||
+	     anchor.switch_prog_id != sw_prog))
+		ret = -EPERM;
 	if (!ret) {
 		d->len = ((size_t)b->ncpu * sizeof(struct barrierd_slot) + (size_t)page - 1) &
 			 ~((size_t)page - 1);
@@ -249,7 +342,10 @@ static int fetch(const struct barrierd *b, struct bd_direct **out)
 		free(d);
 		return ret;
 	}
-	d->generation = m.generation;
+	/* The anchor's generation is the daemon's word; the record's only the peer's. */
+	d->generation = anchored > 0 ? anchor.generation : m.generation;
+	if (anchored > 0 && anchor_out)
+		*anchor_out = anchor;
 	d->fork_gen = __atomic_load_n(&bd_fork_gen, __ATOMIC_ACQUIRE);
 	for (unsigned i = 0; i < d->nfds; i++)
 		d->ids[i] = object_id(d->fds[i]);
@@ -280,7 +376,7 @@ void bd_direct_refresh(struct barrierd *b, int64_t budget_ns)
 	/* The set in use is this daemon's, of this process: nothing to fetch. */
 	if (bd_direct_reap(b))
 		goto out;
-	ret = fetch(b, &d);
+	ret = fetch(b, h, &d, NULL);
 	if (ret == 0) {
 		/* Every place holds a set a call still reads: keep the old daemon's for now. */
 		ret = bd_direct_install(b, d);
@@ -327,4 +423,43 @@ void bd_direct_release(struct bd_direct *d)
 	for (unsigned j = 0; j < d->nfds; j++)
 		close_if_ours(d->fds[j], d->ids[j]);
 	free(d);
+}
+
+/* A set fetched only to be checked: unmapped and closed at once (nobody loaded from it). */
+static void drop(struct bd_direct *d)
+{
+	munmap((void *)d->slots, d->len);
+	close_fds(d->fds, d->nfds);
+	free(d);
+}
+
+int bd_relay_verify(const struct barrierd *b, const struct barrierd_header *h, int file_fd)
+{
+	struct barrierd_anchor a;
+	struct bd_direct *d;
+	int ret;
+
+	/*
+	 * relay_only: fetch() accepts only an anchored set, whose anchor names our file.  A few
+	 * attempts, 20 ms apart: a loaded daemon may miss one reply's 50 ms, and this open has
+	 * no later fetch to fall back on (a refusal costs the caller at most this much more).
+	 */
+	for (int attempt = 0;; attempt++) {
+		struct timespec pause = {0, 20 * 1000000L};
+
+		ret = fetch(b, h, &d, &a);
+		if (!ret || attempt == RELAY_VERIFY_ATTEMPTS - 1)
+			break;
+		nanosleep(&pause, NULL);
+	}
+	if (ret)
+		return ret;
+	drop(d);
+	/*
+	 * fetch() matched the anchor's inode number and generation; the handle also holds the
+	 * inode's generation, so a file that reused the number of an earlier run's file (an
+	 * anchor of that run relayed next to it) is told apart.
+	 */
+	ret = bd_file_handle_is(file_fd, &a);
+	return ret == 1 ? 0 : -EPERM;
 }

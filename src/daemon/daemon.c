@@ -15,6 +15,7 @@
 #include "rate_limit.h"
 #include "sandbox.h"
 #include "slot_server.h"
+#include "anchor.h"
 #include "state_file.h"
 #include "timens_check.h"
 #include "tracepoints.h"
@@ -84,6 +85,8 @@ struct daemon {
 	struct doorbell bell;
 	struct nudger nudger;	    /* started only with --nudge-after > 0 and SCHED_FIFO allowed */
 	struct slot_server slots;   /* the slot socket (rule 11); lfd -1 when not served */
+	struct anchor anchor;	    /* this run's identity for the slot socket (anchor.h) */
+	uint64_t generation;	    /* this run's: fixed before the anchor names it */
 	struct nudge_queue nq;	    /* rings whose nudge deadline has not come */
 	bool *nudge_want;	    /* per CPU, publisher_nudge_targets' answer */
 	uint64_t nudge_due;	    /* when nfd fires (absolute), 0: not set */
@@ -438,9 +441,22 @@ static int share_slots(struct daemon *d, char *err, size_t errlen)
 	if (snprintf(path, sizeof(path), "%s%s", o->state_path, BARRIERD_SLOTS_SOCKET_SUFFIX) >=
 	    (int)sizeof(path))
 		ret = -ENAMETOOLONG;
-	else
+	else {
+		/*
+		 * The anchor names the generation setup() stores later: the file is ours alone
+		 * (locked) and nothing else of ours changes it meanwhile.  Without an anchor,
+		 * clients that trust the file's owner still get the slots.
+		 */
+		int aret = anchor_load(&d->anchor, &d->probes, d->sf.fd, d->generation);
+
+		if (aret)
+			log_warn("no anchor for the slot socket (%s): clients in user namespaces "
+				 "will not trust the state file",
+				 strerror(-aret));
 		ret = slot_server_start(&d->slots, path, (mode_t)o->slot_socket_mode, &d->probes,
-					d->sf.ncpu, &d->sf.hdr->generation);
+					d->sf.ncpu, &d->sf.hdr->generation,
+					aret ? NULL : d->anchor.fds);
+	}
 	if (ret)
 		log_warn("no slot socket at %s (%s): clients will use the state file alone", path,
 			 strerror(-ret));
@@ -555,6 +571,8 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	publisher_arm_detach_check(&d->pub);
 	ret = cpu_hop_all((uint64_t)ncpu);
 	log_debug("hopped across %d online CPUs", ret);
+	/* Raised at every start; never lowered (lib/trusted.c's seqlock). */
+	d->generation = bd_load(&h->generation) + 1;
 	ret = share_slots(d, err, errlen);
 	if (ret)
 		return ret;
@@ -651,7 +669,7 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	d->sandboxed = true;
 
 	/* Publish: liveness fields, then the running flag last. */
-	bd_store(&h->generation, bd_load(&h->generation) + 1);
+	bd_store(&h->generation, d->generation);
 	bd_store(&h->daemon_pid, (uint64_t)getpid());
 	bd_store(&h->heartbeat_period_ns, o->heartbeat_period_ns);
 	publisher_seal(&d->pub); /* from here on these words are checked at every pass */
@@ -1314,6 +1332,7 @@ int daemon_run(const struct barrierd_options *o)
 					       d.pub.ns ? d.pub.g_vt : 0);
 		}
 	}
+	anchor_destroy(&d.anchor);
 	probes_destroy(&d.probes);
 	publisher_free(&d.pub);
 	/*

@@ -219,7 +219,8 @@ int probes_share_fds(const struct probes *b, int *fds, size_t max)
 	 * The map and the sched_switch link (links[0]) only: that link is what keeps the idle
 	 * words live (DESIGN §3.13); a stamp stays evidence in a slot nobody updates, so the
 	 * evidence links are not handed out, and a client keeps no more of the tracer than the
-	 * idle exchange.  Two descriptors per reply also bound what a reply holds in flight.
+	 * idle exchange.  Two descriptors (and the anchor's two) bound what a reply holds in
+	 * flight.
 	 */
 	if (!b->frozen || max < 2 || !b->n_links || !b->links[0])
 		return -ENOSPC;

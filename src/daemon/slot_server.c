@@ -28,6 +28,35 @@ static void sleep_until(uint64_t due)
 	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 }
 
+/*
+ * The anchor, as a second record: a reader of ABI 1.3 reads one record and closes, and the
+ * kernel discards this one with its descriptors.  Sent on the same connection, so a client
+ * receives both from the one peer it connected to; which peer that was matters to nobody
+ * (the client checks the anchor against the kernel, PROTOCOL §6.12).
+ */
+static int reply_anchor(struct slot_server *s, int c)
+{
+	struct barrierd_anchor_msg m = {.magic = BARRIERD_ANCHOR_MAGIC, .nfds = 2};
+	union {
+		char buf[CMSG_SPACE(sizeof(s->anchor_fds))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {&m, sizeof(m)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf)};
+	struct cmsghdr *cm;
+
+	memset(u.buf, 0, sizeof(u.buf));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(s->anchor_fds));
+	memcpy(CMSG_DATA(cm), s->anchor_fds, sizeof(s->anchor_fds));
+	return sendmsg(c, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(m) ? 0 : -errno;
+}
+
 /* One reply: the record, and the descriptors as SCM_RIGHTS.  Never blocks (a fresh socket). */
 static int reply(struct slot_server *s, int c)
 {
@@ -56,7 +85,9 @@ static int reply(struct slot_server *s, int c)
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(s->nfds * sizeof(int));
 	memcpy(CMSG_DATA(cm), s->fds, s->nfds * sizeof(int));
-	return sendmsg(c, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(m) ? 0 : -errno;
+	if (sendmsg(c, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(m))
+		return -errno;
+	return s->anchor_fds[0] >= 0 ? reply_anchor(s, c) : 0;
 }
 
 static void *server_main(void *arg)
@@ -117,7 +148,7 @@ static void *server_main(void *arg)
 }
 
 int slot_server_start(struct slot_server *s, const char *path, mode_t mode, struct probes *p,
-		      uint64_t ncpu, const uint64_t *generation)
+		      uint64_t ncpu, const uint64_t *generation, const int *anchor_fds)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct rlimit rl;
@@ -129,15 +160,17 @@ int slot_server_start(struct slot_server *s, const char *path, mode_t mode, stru
 	s->probes = p;
 	s->ncpu = ncpu;
 	s->generation = generation;
+	s->anchor_fds[0] = anchor_fds ? anchor_fds[0] : -1;
+	s->anchor_fds[1] = anchor_fds ? anchor_fds[1] : -1;
 	n = probes_share_fds(p, s->fds, sizeof(s->fds) / sizeof(s->fds[0]));
 	if (n < 0)
 		return n;
 	/*
 	 * Descriptors in flight (sent, not yet received) count against root's user and are
 	 * refused (ETOOMANYREFS) past the sender's RLIMIT_NOFILE once this thread has dropped
-	 * its capabilities: a user who connects and never reads holds two per reply.  The
-	 * hard limit raises the number of replies such a user must hold (each costs them a
-	 * descriptor) to stop the service; that costs clients the direct path only.
+	 * its capabilities: a user who connects and never reads holds four per reply (two with the
+	 * anchor's).  The hard limit raises the number of replies such a user must hold (each costs
+	 * them a descriptor) to stop the service; that costs clients the direct path only.
 	 */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;

@@ -25,6 +25,7 @@ struct slot_server {
 	int lfd;    /* the listening socket, or -1 */
 	int fds[2]; /* the frozen slots map, the sched_switch link */
 	unsigned nfds;
+	int anchor_fds[2]; /* the anchor's program and .rodata (anchor.h); -1: none served */
 	const uint64_t *generation; /* header.generation: sent with every reply */
 	uint64_t ncpu;
 	struct probes *probes; /* to register the thread's global tid */
@@ -40,10 +41,11 @@ struct slot_server {
 /*
  * Bind `path` (a stale socket there is replaced), mode `mode`, and start the thread, which
  * registers itself as a daemon thread and drops its privileges, then waits for
- * slot_server_go().  0 or -errno (the daemon then runs without direct evidence).
+ * slot_server_go().  anchor_fds: the anchor's two descriptors, sent after every reply, or
+ * NULL.  0 or -errno (the daemon then runs without direct evidence).
  */
 int slot_server_start(struct slot_server *s, const char *path, mode_t mode, struct probes *p,
-		      uint64_t ncpu, const uint64_t *generation);
+		      uint64_t ncpu, const uint64_t *generation, const int *anchor_fds);
 /* Start answering: the file is marked running and its generation is final. */
 void slot_server_go(struct slot_server *s);
 /* Stop and join the thread; close the socket (the path stays: the sandbox cannot unlink). */

@@ -125,7 +125,9 @@ function(audit_mutant_daemon_exe t name)
   audit_mutant_sources(${name} daemon)
   audit_mutant_target_sources(srcs barrierd ${mutant_dir})
   add_executable(${t} EXCLUDE_FROM_ALL ${srcs})
-  target_link_libraries(${t} PRIVATE barrierd_core-mutant-${name} ${mutant_daemon_libs})
+  # The anchor's program is no mutant's: taken as shipped.
+  target_link_libraries(${t} PRIVATE barrierd_core-mutant-${name} ${mutant_daemon_libs}
+                                     barrierd_anchor_skel)
   if(mutant_bpf)
     target_link_libraries(${t} PRIVATE barrierd-mutant-${name}_skel)
   else()

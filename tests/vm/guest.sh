@@ -79,6 +79,14 @@ nohz)
 	run audit pass "$audit" --bracket-lenient --phases idle,loaded,nudge --scale 0.05 \
 		--min-audited 50 --timeout-ms 2000
 	;;
+userns)
+	# nobody in its own user, pid and mount namespaces gets the file and the direct path
+	# through the daemon's anchor; fake relays are refused (PROTOCOL.md §6.12).
+	echo "kernel.unprivileged_bpf_disabled=$(cat /proc/sys/kernel/unprivileged_bpf_disabled)" \
+		"kernel.unprivileged_userns_clone=$(cat /proc/sys/kernel/unprivileged_userns_clone 2>&1)" \
+		"$(grep -c . /proc/self/mountinfo) mounts, under /proc: $(awk '$5 ~ /^\/proc\//' /proc/self/mountinfo | wc -l)" >>"$out/boot"
+	run test_userns pass "$build/tests/security/test_userns"
+	;;
 audit8)
 	run audit pass "$audit" --bracket-lenient --scale 0.3 --min-audited 800 --timeout-ms 20000
 	;;

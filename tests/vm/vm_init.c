@@ -6,7 +6,7 @@
  * It loads the modules listed in /modules/order (vm_run.sh resolved their dependencies), mounts
  * the host's root (9p tag "bdroot", read-only) under a tmpfs overlay, so the build tree sits at
  * its host path and is writable; mounts proc, sys, tracefs, a fresh /run and /dev/shm;
- * mounts the run's results folder (9p tag "bdout", read-write) at its host path; chroots there
+ * mounts the run's results folder (9p tag "bdout", read-write) at its host path; moves it onto "/"
  * and runs the guest script.  Its exit status goes to the results folder as "init-status",
  * then the guest powers off.  Any failure on the way is printed and the guest powers off
  * without that file: the host counts a missing status as a failure.
@@ -167,8 +167,13 @@ int main(void)
 	/* No cache: the host reads these files as soon as we power off. */
 	must_mount("bdout", path, "9p", 0, "trans=virtio,version=9p2000.L,msize=512000,cache=none");
 
-	if (chroot(ROOT) || chdir("/"))
-		die("chroot");
+	/*
+	 * The new root moved onto "/" first, as switch_root does: a process merely chrooted
+	 * cannot create user namespaces (EPERM), and test_userns needs them.  Its mounts move
+	 * with it.
+	 */
+	if (chdir(ROOT) || mount(ROOT, "/", NULL, MS_MOVE, NULL) || chroot(".") || chdir("/"))
+		die("switching to the new root");
 	setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", 1);
 	setenv("HOME", "/root", 1);
 

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Reading the daemon's anchor (docs/PROTOCOL.md §6.12): the record in the frozen .rodata of a
+ * program that only a privileged loader can load.  What is checked here is what the kernel
+ * says of the two descriptors, never what a peer says: the program is a
+ * BPF_PROG_TYPE_SYSCALL program (CAP_BPF to load), the map is one of that program's maps
+ * (its map ids: fixed at the load), an array of one value that programs may only read.  The
+ * caller checks that the map is frozen (no system call writes it either) and what the record
+ * names.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define ANCHOR_MAX_MAPS 4 /* .rodata alone, in fact */
+
+static int sys_bpf(int cmd, union bpf_attr *a)
+{
+	long r = syscall(SYS_bpf, cmd, a, sizeof(*a));
+
+	return r < 0 ? -errno : (int)r;
+}
+
+static int info(int fd, void *buf, uint32_t len)
+{
+	union bpf_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.info.bpf_fd = (uint32_t)fd;
+	a.info.info_len = len;
+	a.info.info = (uint64_t)(uintptr_t)buf;
+	return sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &a);
+}
+
+int bd_anchor_read(int prog_fd, int map_fd, struct barrierd_anchor *out)
+{
+	uint32_t ids[ANCHOR_MAX_MAPS], key = 0;
+	struct bpf_prog_info pi;
+	struct bpf_map_info mi;
+	union bpf_attr a;
+	bool listed = false;
+	int ret;
+
+	memset(&pi, 0, sizeof(pi));
+	pi.nr_map_ids = ANCHOR_MAX_MAPS;
+	pi.map_ids = (uint64_t)(uintptr_t)ids;
+	ret = info(prog_fd, &pi, sizeof(pi));
+	if (ret)
+		return ret;
+	/* Any other type may be loadable without CAP_BPF (socket filters, where allowed). */
+	if (pi.type != BPF_PROG_TYPE_SYSCALL || pi.nr_map_ids > ANCHOR_MAX_MAPS)
+		return -EPROTO;
+	memset(&mi, 0, sizeof(mi));
+	ret = info(map_fd, &mi, sizeof(mi));
+	if (ret)
+		return ret;
+	for (uint32_t i = 0; i < pi.nr_map_ids; i++)
+		listed |= mi.id != 0 && ids[i] == mi.id;
+	if (!listed || mi.type != BPF_MAP_TYPE_ARRAY || mi.key_size != 4 ||
+	    mi.value_size != sizeof(*out) || mi.max_entries != 1 ||
+	    !(mi.map_flags & BPF_F_RDONLY_PROG))
+		return -EPROTO;
+	memset(&a, 0, sizeof(a));
+	a.map_fd = (uint32_t)map_fd;
+	a.key = (uint64_t)(uintptr_t)&key;
+	a.value = (uint64_t)(uintptr_t)out;
+	ret = sys_bpf(BPF_MAP_LOOKUP_ELEM, &a);
+	if (ret)
+		return ret;
+	if (out->magic != BARRIERD_ANCHOR_MAGIC || out->handle_bytes > BARRIERD_ANCHOR_HANDLE_MAX)
+		return -EPROTO;
+	return 0;
+}
+
+int bd_file_handle_is(int fd, const struct barrierd_anchor *a)
+{
+	struct {
+		struct file_handle fh;
+		unsigned char bytes[BARRIERD_ANCHOR_HANDLE_MAX];
+	} h;
+	int mnt;
+
+	/* A daemon whose file system has no handles names dev and ino only (fetch checks those). */
+	if (a->handle_type == -1 && a->handle_bytes == 0)
+		return 1;
+	h.fh.handle_bytes = BARRIERD_ANCHOR_HANDLE_MAX;
+	if (name_to_handle_at(fd, "", &h.fh, &mnt, AT_EMPTY_PATH))
+		return -errno;
+	return h.fh.handle_type == a->handle_type && h.fh.handle_bytes == a->handle_bytes &&
+	       memcmp(h.fh.f_handle, a->handle, a->handle_bytes) == 0;
+}
