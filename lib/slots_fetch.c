@@ -17,6 +17,7 @@
  * slots can be read (DESIGN §3.13).
  */
 #include "internal.h"
+#include "bd_scm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -138,43 +139,20 @@ static int check_link(int fd, bool *sw, uint64_t *sw_prog)
 static int recv_anchor(int s, struct barrierd_anchor *a)
 {
 	struct barrierd_anchor_msg m;
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * 2)];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {&m, sizeof(m)};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf)};
-	struct cmsghdr *cm;
-	int fds[2], nfds = 0, ret;
+	int fds[2], ret;
+	unsigned nfds;
 	char text[1024];
 	ssize_t n;
 
-	n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
-	if (n <= 0)
+	n = bd_scm_recv(s, &m, sizeof(m), fds, 2, &nfds);
+	if (n <= 0 && n != -EPROTO)
 		return 0; /* closed after the reply, or nothing within the timeout */
-	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (nfds < 2)
-				fds[nfds++] = fd;
-			else
-				close(fd);
-		}
-	}
 	ret = -EPROTO;
-	if (n == (ssize_t)sizeof(m) && !(mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) &&
-	    m.magic == BARRIERD_ANCHOR_MAGIC && m.nfds == 2 && nfds == 2 &&
-	    bd_anchor_read(fds[0], fds[1], a) == 0 && fdinfo(fds[1], text, sizeof(text)) == 0 &&
-	    has_line(text, "frozen", "1"))
+	if (n == (ssize_t)sizeof(m) && m.magic == BARRIERD_ANCHOR_MAGIC && m.nfds == 2 &&
+	    nfds == 2 && bd_anchor_read(fds[0], fds[1], a) == 0 &&
+	    fdinfo(fds[1], text, sizeof(text)) == 0 && has_line(text, "frozen", "1"))
 		ret = 1;
-	close_fds(fds, (unsigned)nfds);
+	close_fds(fds, nfds);
 	return ret;
 }
 
@@ -254,17 +232,7 @@ static int fetch(const struct barrierd *b, const struct barrierd_header *h, stru
 	uint64_t sw_prog = 0;
 	int anchored = 0;
 	struct barrierd_slots_msg m;
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * (1 + BARRIERD_SLOTS_MAX_LINKS))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {&m, sizeof(m)};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf)};
 	struct bd_direct *d;
-	struct cmsghdr *cm;
 	unsigned nfds = 0;
 	bool sw = false;
 	ssize_t n;
@@ -280,28 +248,15 @@ static int fetch(const struct barrierd *b, const struct barrierd_header *h, stru
 		close(s);
 		return -ENOMEM;
 	}
-	n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
-	ret = n < 0 ? -errno : 0;
+	/* Every descriptor that arrived is ours to close, whatever else is wrong (d->fds). */
+	n = bd_scm_recv(s, &m, sizeof(m), d->fds, 1 + BARRIERD_SLOTS_MAX_LINKS, &nfds);
+	ret = n < 0 ? (int)n : 0;
 	if (!ret)
 		anchored = recv_anchor(s, &anchor);
 	close(s);
-	/* Every descriptor that arrived is ours to close, whatever else is wrong. */
-	for (cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm; cm = CMSG_NXTHDR(&mh, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (nfds < 1 + BARRIERD_SLOTS_MAX_LINKS)
-				d->fds[nfds++] = fd;
-			else
-				close(fd);
-		}
-	}
 	d->nfds = nfds;
-	if (!ret && (n != (ssize_t)sizeof(m) || (mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ||
-		     m.magic != BARRIERD_SLOTS_MAGIC || m.slot_abi != BARRIERD_SLOT_ABI ||
+	if (!ret && (n != (ssize_t)sizeof(m) || m.magic != BARRIERD_SLOTS_MAGIC ||
+		     m.slot_abi != BARRIERD_SLOT_ABI ||
 		     m.slot_size != sizeof(struct barrierd_slot) || m.ncpu != b->ncpu ||
 		     m.nlinks < 1 || m.nlinks > BARRIERD_SLOTS_MAX_LINKS || nfds != 1 + m.nlinks))
 		ret = -EPROTO;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "slot_server.h"
+#include "bd_scm.h"
 #include "bd_sync.h"
 #include "log.h"
 #include "probes.h"
@@ -37,24 +38,8 @@ static void sleep_until(uint64_t due)
 static int reply_anchor(struct slot_server *s, int c)
 {
 	struct barrierd_anchor_msg m = {.magic = BARRIERD_ANCHOR_MAGIC, .nfds = 2};
-	union {
-		char buf[CMSG_SPACE(sizeof(s->anchor_fds))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {&m, sizeof(m)};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf)};
-	struct cmsghdr *cm;
 
-	memset(u.buf, 0, sizeof(u.buf));
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(s->anchor_fds));
-	memcpy(CMSG_DATA(cm), s->anchor_fds, sizeof(s->anchor_fds));
-	return sendmsg(c, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(m) ? 0 : -errno;
+	return bd_scm_send(c, &m, sizeof(m), s->anchor_fds, 2);
 }
 
 /* One reply: the record, and the descriptors as SCM_RIGHTS.  Never blocks (a fresh socket). */
@@ -68,25 +53,10 @@ static int reply(struct slot_server *s, int c)
 	    .generation = bd_load(s->generation),
 	    .nlinks = s->nfds - 1,
 	};
-	union {
-		char buf[CMSG_SPACE(sizeof(s->fds))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {&m, sizeof(m)};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = u.buf,
-			    .msg_controllen = CMSG_SPACE(s->nfds * sizeof(int))};
-	struct cmsghdr *cm;
+	int ret = bd_scm_send(c, &m, sizeof(m), s->fds, s->nfds);
 
-	memset(u.buf, 0, sizeof(u.buf));
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(s->nfds * sizeof(int));
-	memcpy(CMSG_DATA(cm), s->fds, s->nfds * sizeof(int));
-	if (sendmsg(c, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(m))
-		return -errno;
+	if (ret)
+		return ret;
 	return s->anchor_fds[0] >= 0 ? reply_anchor(s, c) : 0;
 }
 

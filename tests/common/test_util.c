@@ -3,6 +3,7 @@
  * The tests' common helpers (test_util.h).
  */
 #include "test_util.h"
+#include "bd_scm.h"
 
 #include <barrierd_slot.h>
 
@@ -326,17 +327,9 @@ int test_as_nobody(int (*fn)(void *), void *arg, int seconds)
 int test_slots_fetch(const char *sock, struct barrierd_slots_msg *m, int *fds, int max)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * (1 + BARRIERD_SLOTS_MAX_LINKS))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {m, sizeof(*m)};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf)};
-	int s, n = 0;
+	unsigned n = 0;
 	ssize_t r;
+	int s;
 
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
 	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -348,24 +341,11 @@ int test_slots_fetch(const char *sock, struct barrierd_slots_msg *m, int *fds, i
 		close(s);
 		return -e;
 	}
-	r = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
+	r = bd_scm_recv(s, m, sizeof(*m), fds, max < 0 ? 0 : (unsigned)max, &n);
 	close(s);
-	if (r < 0)
-		return -errno;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (n < max)
-				fds[n++] = fd;
-			else
-				close(fd);
-		}
-	}
-	return r == (ssize_t)sizeof(*m) ? n : -EPROTO;
+	if (r < 0 && r != -EPROTO)
+		return (int)r;
+	return r == (ssize_t)sizeof(*m) ? (int)n : -EPROTO;
 }
 
 const struct barrierd_slot *test_map_slots(const char *dir, size_t *len, uint64_t *ncpu)
