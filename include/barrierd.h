@@ -460,7 +460,12 @@ bool barrierd_passed_vtime(const struct barrierd *b, uint64_t vtime);
  * stopped daemon, it returns it.
  */
 int barrierd_wait(struct barrierd *b, uint64_t stamp_ns, int64_t timeout_ns);
-/* The same for a barrierd_stamp_vtime() stamp. */
+/*
+ * The same for a barrierd_stamp_vtime() stamp.  A fallback answer covers the caller's stamp,
+ * not its value: for a stamp equal to the file's vtime, another thread may load that same
+ * vtime after membarrier began.  Do not record "vtime V passed" from such an answer and then
+ * compare other threads' stamps with it.
+ */
 int barrierd_wait_vtime(struct barrierd *b, uint64_t vtime, int64_t timeout_ns);
 /*
  * Wait for the CPUs in the set only (cpus: a cpu_set_t of setsize bytes, as for
@@ -519,7 +524,10 @@ typedef void (*barrierd_credit_fn)(void *arg, uint64_t stamp_ns, unsigned cpu, i
 				   uint64_t value);
 /*
  * Call fn(arg, ...) in the calling thread for every CPU credited from the slots from now on
- * (NULL: stop).  Set it before other threads use the handle.  0, or -EINVAL.
+ * (NULL: stop).  Set it before other threads use the handle.  0, or -EINVAL.  fn runs while
+ * the calling thread reads the slots: it must not call the library on b, close b or fork()
+ * (a child that went on to call the library on b could release the slots the returning call
+ * still reads).
  */
 int barrierd_set_credit_observer(struct barrierd *b, barrierd_credit_fn fn, void *arg);
 

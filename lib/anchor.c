@@ -14,28 +14,9 @@
 #include <fcntl.h>
 #include <linux/bpf.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #define ANCHOR_MAX_MAPS 4 /* .rodata alone, in fact */
-
-static int sys_bpf(int cmd, union bpf_attr *a)
-{
-	long r = syscall(SYS_bpf, cmd, a, sizeof(*a));
-
-	return r < 0 ? -errno : (int)r;
-}
-
-static int info(int fd, void *buf, uint32_t len)
-{
-	union bpf_attr a;
-
-	memset(&a, 0, sizeof(a));
-	a.info.bpf_fd = (uint32_t)fd;
-	a.info.info_len = len;
-	a.info.info = (uint64_t)(uintptr_t)buf;
-	return sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &a);
-}
 
 int bd_anchor_read(int prog_fd, int map_fd, struct barrierd_anchor *out)
 {
@@ -49,14 +30,14 @@ int bd_anchor_read(int prog_fd, int map_fd, struct barrierd_anchor *out)
 	memset(&pi, 0, sizeof(pi));
 	pi.nr_map_ids = ANCHOR_MAX_MAPS;
 	pi.map_ids = (uint64_t)(uintptr_t)ids;
-	ret = info(prog_fd, &pi, sizeof(pi));
+	ret = bd_bpf_obj_info(prog_fd, &pi, sizeof(pi));
 	if (ret)
 		return ret;
 	/* Any other type may be loadable without CAP_BPF (socket filters, where allowed). */
 	if (pi.type != BPF_PROG_TYPE_SYSCALL || pi.nr_map_ids > ANCHOR_MAX_MAPS)
 		return -EPROTO;
 	memset(&mi, 0, sizeof(mi));
-	ret = info(map_fd, &mi, sizeof(mi));
+	ret = bd_bpf_obj_info(map_fd, &mi, sizeof(mi));
 	if (ret)
 		return ret;
 	for (uint32_t i = 0; i < pi.nr_map_ids; i++)
@@ -69,7 +50,7 @@ int bd_anchor_read(int prog_fd, int map_fd, struct barrierd_anchor *out)
 	a.map_fd = (uint32_t)map_fd;
 	a.key = (uint64_t)(uintptr_t)&key;
 	a.value = (uint64_t)(uintptr_t)out;
-	ret = sys_bpf(BPF_MAP_LOOKUP_ELEM, &a);
+	ret = bd_sys_bpf(BPF_MAP_LOOKUP_ELEM, &a);
 	if (ret)
 		return ret;
 	if (out->magic != BARRIERD_ANCHOR_MAGIC || out->handle_bytes > BARRIERD_ANCHOR_HANDLE_MAX)

@@ -31,6 +31,10 @@ bool bd_direct_usable(const struct barrierd *b, const struct bd_direct *d)
 	return d->fork_gen == __atomic_load_n(&bd_fork_gen, __ATOMIC_ACQUIRE);
 }
 
+/*
+ * Inside the read section of d: the observer may not fork, close b or call the library on b
+ * (include/barrierd.h), so nothing it does releases the set this loop still loads from.
+ */
 static inline void observe(const struct barrierd *b, uint64_t T, uint64_t c, int kind,
 			   uint64_t value)
 {

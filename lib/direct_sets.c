@@ -29,9 +29,24 @@
  * reads nothing of the place before its second load of direct_cur, which is the writer's
  * release store (the place was filled first), or another value, and then it backs out.
  *
+ * A set kept for a section is dropped after that section ends, by some call, even if the
+ * handle is never called again: the section's end lowers the tally and then loads direct_old
+ * (the count of sets kept), while the writer stores direct_old and then loads every kept set's
+ * tally again (bd_direct_reap): another store-load pair, sequentially consistent, so either
+ * the writer sees the tally at 0 and drops the set, or the section's end sees the set counted.
+ * Then it asks for a drop: it stores direct_want and tries the lock; the holder's unlock stores
+ * direct_busy and then loads direct_want (a third pair), so either the section's end takes the
+ * lock and drops the set itself, or the holder sees the request and drops again before it
+ * leaves (bd_direct_unlock).  A holder clears direct_want, with a locked instruction, before
+ * its first load of a tally: a request it clears is one whose tally it then sees lowered.
+ *
  * Fork: a child has only the forking thread, but the tallies it inherited count the parent's
  * sections too, which never end in the child.  A tally tagged with another fork generation
- * counts for nothing, and the first section of the child's generation restarts it at 1.
+ * counts for nothing, and the first section of the child's generation restarts it at 1.  A
+ * writer empties a set's place before it releases the set: a child forked while a thread of
+ * the parent releases one (munmap() and fork() take the same mm lock; free() and fork() the
+ * allocator's) finds the place empty, or the set whole, never half released; at worst it
+ * keeps a set it never reads.
  */
 #include "internal.h"
 
@@ -53,7 +68,10 @@ static void tally_up(uint64_t *w, unsigned gen)
 	} while (!__atomic_compare_exchange_n(w, &v, n, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
 }
 
-/* A section ends: release, after its last load of the set. */
+/*
+ * A section ends: release, after its last load of the set; and a locked instruction, the
+ * store half of the pair with the writer's second load of the tallies (bd_direct_reap).
+ */
 static void tally_down(uint64_t *w, unsigned gen)
 {
 	uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
@@ -62,7 +80,7 @@ static void tally_down(uint64_t *w, unsigned gen)
 		if ((unsigned)(v >> 32) != gen || !(unsigned)v)
 			return; /* a parent's section, ended in a forked child: not counted here */
 	} while (
-	    !__atomic_compare_exchange_n(w, &v, v - 1, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+	    !__atomic_compare_exchange_n(w, &v, v - 1, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
 }
 
 /*
@@ -91,12 +109,17 @@ static const struct bd_direct *enter(const struct barrierd *b, struct bd_direct_
 	}
 }
 
-/* Under no lock: take it (or leave it to the thread that has it), reap, let it go. */
+/*
+ * Under no lock: ask for a drop, then take the lock and drop, or leave it to the thread that
+ * has the lock (its unlock sees the request, bd_direct_unlock).
+ */
 static void reap_now(const struct barrierd *b)
 {
 	/* Dropping what no call can use changes nothing a caller sees of the handle. */
 	struct barrierd *m = (struct barrierd *)b;
 
+	/* Sequentially consistent: the store half of the pair with the unlock's load of it. */
+	__atomic_store_n(&m->direct_want, 1, __ATOMIC_SEQ_CST);
 	if (!bd_direct_lock(m))
 		return;
 	bd_direct_reap(m);
@@ -110,9 +133,11 @@ void bd_direct_put(const struct barrierd *b, const struct bd_direct_ref *ref)
 	tally_down(tally_word(b, ref->cur), ref->gen);
 	/*
 	 * A set retired while this section read it was kept for it: drop it now, so that a
-	 * handle nobody calls again does not keep it beside the one in use.
+	 * handle nobody calls again does not keep it beside the one in use.  Sequentially
+	 * consistent, after the decrement: the load half of the pair with the writer's store of
+	 * direct_old and its second load of the tallies.
 	 */
-	if (__atomic_load_n(&b->direct_old, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&b->direct_old, __ATOMIC_SEQ_CST))
 		reap_now(b);
 }
 
@@ -126,21 +151,65 @@ bool bd_direct_lock(struct barrierd *b)
 	 * One thread at a time, and nobody waits for it.  The lock holds the holder's fork
 	 * generation: a child forked while a thread of the parent held it takes it over.
 	 */
-	return __atomic_compare_exchange_n(&b->direct_busy, &expected, mine, false,
-					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED) ||
-	       (expected != mine &&
-		__atomic_compare_exchange_n(&b->direct_busy, &expected, mine, false,
-					    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED));
+	if (!__atomic_compare_exchange_n(&b->direct_busy, &expected, mine, false, __ATOMIC_SEQ_CST,
+					 __ATOMIC_RELAXED) &&
+	    (expected == mine ||
+	     !__atomic_compare_exchange_n(&b->direct_busy, &expected, mine, false, __ATOMIC_SEQ_CST,
+					  __ATOMIC_RELAXED)))
+		return false;
+	/*
+	 * Every request made so far is served by this holder's reap: cleared with a locked
+	 * instruction, so the clearing is done before the reap loads a tally, and a request
+	 * stored after it stays for the unlock to see.
+	 */
+	__atomic_store_n(&b->direct_want, 0, __ATOMIC_SEQ_CST);
+	return true;
 }
 
 void bd_direct_unlock(struct barrierd *b)
 {
-	__atomic_store_n(&b->direct_busy, 0, __ATOMIC_RELEASE);
+	for (;;) {
+		/*
+		 * The store half of the pair with a requester's store of direct_want and its
+		 * lock attempt: sequentially consistent (a locked XCHG), so the load below is
+		 * done after the lock is free.  Either the requester took the lock, or we see
+		 * its request and drop again (a thread that has the lock by then does it).
+		 */
+		__atomic_store_n(&b->direct_busy, 0, __ATOMIC_SEQ_CST);
+		if (!__atomic_load_n(&b->direct_want, __ATOMIC_SEQ_CST) || !bd_direct_lock(b))
+			return;
+		bd_direct_reap(b);
+	}
+}
+
+/*
+ * Drop every set but the one in use (cur) that no section of generation gen holds; the count
+ * of those kept.
+ */
+static unsigned sweep(struct barrierd *b, int cur, unsigned gen)
+{
+	unsigned old = 0;
+
+	for (int i = 0; i < BD_DIRECT_SETS; i++) {
+		struct bd_direct *d = b->direct_sets[i];
+
+		if (!d || i + 1 == cur)
+			continue;
+		/* Acquire: pairs with the release of each section's end (its loads are done). */
+		if (tally(__atomic_load_n(&b->direct_readers[i], __ATOMIC_SEQ_CST), gen)) {
+			old++; /* a call still loads from it: that call's end drops it */
+			continue;
+		}
+		/* The place first: a child forked during the release never releases it again. */
+		__atomic_store_n(&b->direct_sets[i], NULL, __ATOMIC_RELAXED);
+		bd_direct_release(d);
+	}
+	return old;
 }
 
 bool bd_direct_reap(struct barrierd *b)
 {
-	unsigned gen = __atomic_load_n(&bd_fork_gen, __ATOMIC_ACQUIRE), old = 0;
+	unsigned gen = __atomic_load_n(&bd_fork_gen, __ATOMIC_ACQUIRE), old, again;
 	int cur = __atomic_load_n(&b->direct_cur, __ATOMIC_RELAXED); /* only we store it */
 
 	if (cur && !bd_direct_usable(b, b->direct_sets[cur - 1])) {
@@ -151,18 +220,18 @@ bool bd_direct_reap(struct barrierd *b)
 		__atomic_store_n(&b->direct_cur, 0, __ATOMIC_SEQ_CST);
 		cur = 0;
 	}
-	for (int i = 0; i < BD_DIRECT_SETS; i++) {
-		if (!b->direct_sets[i] || i + 1 == cur)
-			continue;
-		/* Acquire: pairs with the release of each section's end (its loads are done). */
-		if (tally(__atomic_load_n(&b->direct_readers[i], __ATOMIC_SEQ_CST), gen)) {
-			old++; /* a call still loads from it: a later call drops it */
-			continue;
-		}
-		bd_direct_release(b->direct_sets[i]);
-		b->direct_sets[i] = NULL;
+	/*
+	 * The count stored (sequentially consistent: a locked XCHG), then the tallies loaded
+	 * again, until a sweep drops nothing more: a section that ended before that store was
+	 * visible, and so may have read direct_old as 0, is seen ended by the second sweep.
+	 */
+	old = sweep(b, cur, gen);
+	for (;;) {
+		__atomic_store_n(&b->direct_old, old, __ATOMIC_SEQ_CST);
+		if (!old || (again = sweep(b, cur, gen)) == old)
+			break;
+		old = again;
 	}
-	__atomic_store_n(&b->direct_old, old, __ATOMIC_RELAXED);
 	return cur != 0;
 }
 
@@ -182,6 +251,7 @@ int bd_direct_install(struct barrierd *b, struct bd_direct *d)
 const struct bd_direct *bd_direct_get(const struct barrierd *b, struct bd_direct_ref *ref)
 {
 	const struct bd_direct *d = enter(b, ref);
+	/* Relaxed: only an early drop; the drop after a kept set's last section is put's. */
 	bool old = __atomic_load_n(&b->direct_old, __ATOMIC_RELAXED) != 0;
 
 	if (d && bd_direct_usable(b, d)) {
@@ -207,11 +277,16 @@ void bd_direct_tidy(const struct barrierd *b)
 
 void bd_direct_free(struct barrierd *b)
 {
-	/* barrierd_close() is not concurrent with any call: no section is open. */
+	/*
+	 * barrierd_close() is not concurrent with any call: no section is open.  The place is
+	 * emptied first, as in sweep(), for a fork() of another thread during the release.
+	 */
 	for (int i = 0; i < BD_DIRECT_SETS; i++) {
-		if (b->direct_sets[i])
-			bd_direct_release(b->direct_sets[i]);
-		b->direct_sets[i] = NULL;
+		struct bd_direct *d = b->direct_sets[i];
+
+		__atomic_store_n(&b->direct_sets[i], NULL, __ATOMIC_RELAXED);
+		if (d)
+			bd_direct_release(d);
 	}
 	__atomic_store_n(&b->direct_cur, 0, __ATOMIC_RELAXED);
 }

@@ -22,13 +22,20 @@
  */
 #define BD_DIRECT_SETS 3
 
+/*
+ * The first words of a BPF object's BPF_OBJ_GET_INFO_BY_FD record (lib/bpf_obj.c): a map's
+ * type, id, key and value sizes; a link's type, id and program id.
+ */
+#define BD_OBJ_HEAD_WORDS 4
+
 /* The daemon's slots and links, as received on its socket (DESIGN rule 11). */
 struct bd_direct {
 	const struct barrierd_slot *slots; /* read-only MAP_SHARED of the frozen map */
 	size_t len;
 	uint64_t generation; /* the file's generation of the daemon that sent them */
 	unsigned fork_gen;   /* bd_fork_gen when fetched: a forked child fetches its own */
-	uint64_t ids[1 + BARRIERD_SLOTS_MAX_LINKS]; /* each descriptor's map_id or link_id */
+	/* each descriptor's identity: its BPF_OBJ_GET_INFO_BY_FD head (type, id, ...) */
+	uint32_t ids[1 + BARRIERD_SLOTS_MAX_LINKS][BD_OBJ_HEAD_WORDS];
 	unsigned nfds; /* the map's descriptor, then every link's: held until close */
 	int fds[1 + BARRIERD_SLOTS_MAX_LINKS];
 };
@@ -83,6 +90,7 @@ struct barrierd {
 	int direct_cur;	     /* __atomic: 1 + the index of the set in use, 0 for none */
 	unsigned direct_old; /* __atomic: sets held but not in use (calls try to drop them) */
 	int direct_busy;     /* __atomic: one fetch or drop at a time (a trylock, fork-tagged) */
+	int direct_want;     /* __atomic: a call found the lock taken: its holder drops again */
 	uint64_t direct_next_ns; /* __atomic: no fetch before this raw clock time */
 	uint64_t direct_backoff; /* ns to wait after the next failed fetch (doubling) */
 	bool no_direct;		 /* BARRIERD_OPEN_NO_DIRECT */
@@ -279,7 +287,10 @@ void bd_direct_put(const struct barrierd *b, const struct bd_direct_ref *ref);
 /* A call that credits nothing from the slots (a vtime wait): drop sets that are gone. */
 void bd_direct_tidy(const struct barrierd *b);
 
-/* direct_busy, as a trylock that a forked child takes over: true if taken. */
+/*
+ * direct_busy, as a trylock that a forked child takes over: true if taken.  The unlock drops
+ * again (bd_direct_reap) while a call that found the lock taken asked for it (direct_want).
+ */
 bool bd_direct_lock(struct barrierd *b);
 void bd_direct_unlock(struct barrierd *b);
 
@@ -344,8 +355,9 @@ int bd_owner_trusted(uid_t owner, uid_t trusted_uid, int trusted_uid_set);
 int bd_open_dir(const char *path, int *dfd, const char **base);
 
 /*
- * The file at path, opened as bd_open_trusted opens it, when its owner is unmapped in our user
- * namespace (the overflow uid).  Trusted only once the daemon's anchor names it
+ * The file at path, opened as bd_open_trusted opens it, when this process runs in a user
+ * namespace other than the initial one and the file's owner is unmapped there (the overflow
+ * uid): on the host, -EPERM at once.  Trusted only once the daemon's anchor names it
  * (bd_relay_verify): docs/PROTOCOL.md §6.1.  0 and *fd, or -errno (-EPERM: another owner).
  */
 int bd_open_relayed(const char *path, int *fd_out);
@@ -364,6 +376,12 @@ int bd_file_handle_is(int fd, const struct barrierd_anchor *a);
  * (mapped at h) and its generation, and the slots are the anchor's.  -errno otherwise.
  */
 int bd_relay_verify(const struct barrierd *b, const struct barrierd_header *h, int file_fd);
+
+/* bpf(cmd, a): its result, or -errno (lib/bpf_obj.c). */
+union bpf_attr;
+int bd_sys_bpf(int cmd, union bpf_attr *a);
+/* BPF_OBJ_GET_INFO_BY_FD of fd into buf (len bytes, zeroed by the caller): 0 or -errno. */
+int bd_bpf_obj_info(int fd, void *buf, uint32_t len);
 
 /* membarrier(MEMBARRIER_CMD_GLOBAL): 0 or its -errno, never a success it did not get. */
 int bd_fallback_membarrier(void);

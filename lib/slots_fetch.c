@@ -80,16 +80,15 @@ static uint64_t fdinfo_u64(const char *text, const char *key)
 	return p ? strtoull(p + strlen(want), NULL, 10) : 0;
 }
 
-/* The kernel's id of the object behind fd (a map's or a link's), or 0. */
-static uint64_t object_id(int fd)
+/*
+ * The head of the kernel's record of the BPF object behind fd (type and id first, for a map
+ * and for a link): 0, or -errno when fd holds no BPF object.  No descriptor is opened for it,
+ * so a release closes its set's descriptors at RLIMIT_NOFILE too, or with no /proc.
+ */
+static int object_head(int fd, uint32_t head[BD_OBJ_HEAD_WORDS])
 {
-	char text[1024];
-	uint64_t id;
-
-	if (fdinfo(fd, text, sizeof(text)))
-		return 0;
-	id = fdinfo_u64(text, "map_id");
-	return id ? id : fdinfo_u64(text, "link_id");
+	memset(head, 0, BD_OBJ_HEAD_WORDS * sizeof(uint32_t));
+	return bd_bpf_obj_info(fd, head, BD_OBJ_HEAD_WORDS * sizeof(uint32_t));
 }
 
 static void close_fds(const int *fds, unsigned n)
@@ -278,9 +277,13 @@ static int fetch(const struct barrierd *b, const struct barrierd_header *h, stru
 		ret = -EPROTO;
 	if (!ret && !anchored && b->relay_only)
 		ret = -EPERM;
+	/* Each descriptor's identity, for the anchor's map id and for the release. */
+	for (unsigned i = 0; !ret && i < nfds; i++)
+		if (object_head(d->fds[i], d->ids[i]) || !d->ids[i][1])
+			ret = -EPROTO;
 	if (!ret && anchored > 0 &&
 	    (anchor.generation != bd_load(&h->generation) || anchor.file_dev != b->dev ||
-	     anchor.file_ino != b->ino || anchor.slots_map_id != object_id(d->fds[0]) ||
+	     anchor.file_ino != b->ino || anchor.slots_map_id != d->ids[0][1] ||
 	     anchor.switch_prog_id != sw_prog))
 		ret = -EPERM;
 	if (!ret) {
@@ -302,8 +305,6 @@ static int fetch(const struct barrierd *b, const struct barrierd_header *h, stru
 	if (anchored > 0 && anchor_out)
 		*anchor_out = anchor;
 	d->fork_gen = __atomic_load_n(&bd_fork_gen, __ATOMIC_ACQUIRE);
-	for (unsigned i = 0; i < d->nfds; i++)
-		d->ids[i] = object_id(d->fds[i]);
 	*out = d;
 	return 0;
 }
@@ -358,10 +359,12 @@ out:
 	bd_direct_unlock(b);
 }
 
-/* Close fd only if it still holds the object we received there (id from its fdinfo). */
-static void close_if_ours(int fd, uint64_t id)
+/* Close fd only if it still holds the object we received there (head: its record's head). */
+static void close_if_ours(int fd, const uint32_t head[BD_OBJ_HEAD_WORDS])
 {
-	if (id != 0 && object_id(fd) == id)
+	uint32_t now[BD_OBJ_HEAD_WORDS];
+
+	if (object_head(fd, now) == 0 && memcmp(now, head, sizeof(now)) == 0)
 		close(fd);
 }
 

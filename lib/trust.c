@@ -193,12 +193,42 @@ static uid_t overflow_uid(void)
 	return (uid_t)strtoul(buf, NULL, 10);
 }
 
+/*
+ * Does this process run in a user namespace other than the initial one?  The initial one's
+ * uid_map is the identity of every uid; without /proc we cannot tell, and say no.
+ */
+static bool in_user_ns(void)
+{
+	char buf[128];
+	unsigned long inner, outer, count;
+	ssize_t n;
+	int used = 0, fd = open("/proc/self/uid_map", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	if (sscanf(buf, "%lu %lu %lu %n", &inner, &outer, &count, &used) == 3 && !buf[used] &&
+	    inner == 0 && outer == 0 && count == 4294967295UL)
+		return false;
+	return true;
+}
+
 int bd_open_relayed(const char *path, int *fd_out)
 {
 	const char *base;
 	struct stat st;
 	int dfd, fd, ret;
 
+	/*
+	 * On the host every owner has a name, and the overflow uid is nobody's own: a file of
+	 * nobody's is nobody's, refused as any other owner's, and no socket beside it is tried.
+	 */
+	if (!in_user_ns())
+		return -EPERM;
 	ret = bd_open_dir(path, &dfd, &base);
 	if (ret)
 		return ret;

@@ -5,7 +5,8 @@
  * old ones: once it has been called after a restart it holds the new daemon's sched_switch
  * link alone, and the links of every earlier daemon are gone from the kernel (no old program
  * left attached).  Links are told apart by id, so the daemons other tests on the machine run
- * do not enter the counts.  Times are hang guards only.
+ * do not enter the counts.  A handle closed with every descriptor number in use still closes
+ * its map and link.  Times are hang guards only.
  *
  * Usage: test_fault_handles [--restarts N] (default 6; the fault-long label runs 20).
  */
@@ -18,6 +19,7 @@
 #include "looper.h"
 
 #include <dirent.h>
+#include <sys/resource.h>
 #include <linux/bpf.h>
 
 #define MAX_LINKS 256
@@ -307,6 +309,36 @@ static void idle_handle_drops_at_first_call(void **state)
 	barrierd_close(b);
 }
 
+/* ---- close_at_fd_limit ------------------------------------------------------------------ */
+
+/*
+ * barrierd_close() at RLIMIT_NOFILE (every descriptor number in use): the handle still closes
+ * its slots map and link, which it tells from numbers reused by others without opening a
+ * descriptor.
+ */
+static void close_at_fd_limit(void **state)
+{
+	struct rlimit old, low;
+	struct barrierd *b;
+	int fill[256], n = 0;
+
+	(void)state;
+	b = open_direct();
+	assert_int_equal(held_links(0, NULL, 0), 1);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = 256;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	for (int fd; n < 256 && (fd = dup(0)) >= 0;)
+		fill[n++] = fd;
+	assert_int_equal(errno, EMFILE);
+	barrierd_close(b);
+	for (int i = 0; i < n; i++)
+		close(fill[i]);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	assert_int_equal(held_links(0, NULL, 0), 0);
+}
+
 /* ---- fork_with_section_open ------------------------------------------------------------ */
 
 static atomic_int g_block;    /* 1: the observer holds its caller inside the read section */
@@ -404,6 +436,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(idle_handle_drops_at_first_call, setup, f_teardown),
 	    cmocka_unit_test_setup_teardown(restarts_under_handle, setup, f_teardown),
 	    cmocka_unit_test_setup_teardown(fork_with_section_open, setup, f_teardown),
+	    cmocka_unit_test_setup_teardown(close_at_fd_limit, setup, f_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,9 @@
  *     anchor; (b') that run's own anchor; (c) the real map and link with no anchor.  Each
  *     open is refused with EPERM.  The same relay of the current set next to the real file
  *     (a hard link) is accepted: the refusals are the checks', not the relay's.
+ *   - host_nobody_file_refused: on the host, where every owner has a name, a file of nobody's
+ *     (the overflow uid) next to a listening socket is refused with EPERM, and nothing
+ *     connects to that socket.
  *
  * Times are hang guards only.
  */
@@ -389,6 +392,46 @@ static void userns_fake_relays_refused(void **state)
 	rmdir(fake_dir);
 }
 
+/* ---- 3. on the host: a file of nobody's is nobody's ------------------------------------ */
+
+/*
+ * The real daemon's file, copied into a private directory of root's and given to nobody (the
+ * overflow uid), with a socket listening beside it.  On the host that owner is no unmapped
+ * daemon's: the open is refused with EPERM, and nothing connects to the socket.
+ */
+static void host_nobody_file_refused(void **state)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char dir[300], file[320];
+	struct barrierd *b;
+	int lfd, c;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/host", H.dir);
+	snprintf(file, sizeof(file), "%s/state", dir);
+	if (strlen(file) > 60)
+		fail_msg("state path too long for sun_path: %s", file);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.60s%s", file, BARRIERD_SLOTS_SOCKET_SUFFIX);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	assert_int_equal(test_system("cp '%s' '%s' && chown %d '%s' && chmod 0644 '%s'", H.state,
+				     file, TEST_NOBODY, file, file),
+			 0);
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(chown(sa.sun_path, TEST_NOBODY, TEST_NOBODY), 0);
+	assert_int_equal(listen(lfd, 8), 0);
+	assert_int_equal(barrierd_open(&b, file), -EPERM);
+	c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (c >= 0)
+		fail_msg("barrierd_open connected to the socket beside a file of nobody's");
+	assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
+	close(lfd);
+	unlink(sa.sun_path);
+	unlink(file);
+	rmdir(dir);
+}
+
 static int setup_running(void **state)
 {
 	(void)state;
@@ -405,6 +448,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(userns_open_direct, setup_running, h_teardown),
 	    cmocka_unit_test_setup_teardown(userns_fake_relays_refused, setup_running, h_teardown),
+	    cmocka_unit_test_setup_teardown(host_nobody_file_refused, setup_running, h_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
