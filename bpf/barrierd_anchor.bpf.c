@@ -5,8 +5,9 @@
  * .rodata at the load, and programs may only read it (BPF_F_RDONLY_PROG), so its value is
  * what the loader wrote, forever.  A BPF_PROG_TYPE_SYSCALL program takes CAP_BPF to load and
  * cannot be attached anywhere: handing its descriptor to anyone lets them run it
- * (BPF_PROG_TEST_RUN), which reads one byte.  A client finds the .rodata among the program's
- * map ids: only a privileged loader can have made that pair.
+ * (BPF_PROG_TEST_RUN), which reads one byte.  A client finds the .rodata as the program's first
+ * map id (maps bound later with BPF_PROG_BIND_MAP come after it), carrying the program's BTF:
+ * only a privileged loader can have made that pair.  Hence this program's one map.
  */
 #include "vmlinux_min.h"
 #include <bpf/bpf_helpers.h>

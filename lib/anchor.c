@@ -3,10 +3,13 @@
  * Reading the daemon's anchor (docs/PROTOCOL.md §6.12): the record in the frozen .rodata of a
  * program that only a privileged loader can load.  What is checked here is what the kernel
  * says of the two descriptors, never what a peer says: the program is a
- * BPF_PROG_TYPE_SYSCALL program (CAP_BPF to load), the map is one of that program's maps
- * (its map ids: fixed at the load), an array of one value that programs may only read.  The
- * caller checks that the map is frozen (no system call writes it either) and what the record
- * names.
+ * BPF_PROG_TYPE_SYSCALL program (CAP_BPF to load), the map is an array of one value that
+ * programs may only read, and it is the program's first map, with the program's BTF.  Anyone
+ * holding the program's descriptor can add maps of theirs to it (BPF_PROG_BIND_MAP, no
+ * capability needed), but the kernel appends those after the maps of the load: the first
+ * (the anchor program uses one, its .rodata) is the loader's.  And the loader's BTF object
+ * is on both: loading BTF takes CAP_BPF, so no unprivileged map carries it.  The caller
+ * checks that the map is frozen (no system call writes it either) and what the record names.
  */
 #include "internal.h"
 
@@ -16,35 +19,35 @@
 #include <string.h>
 #include <unistd.h>
 
-#define ANCHOR_MAX_MAPS 4 /* .rodata alone, in fact */
 
 int bd_anchor_read(int prog_fd, int map_fd, struct barrierd_anchor *out)
 {
-	uint32_t ids[ANCHOR_MAX_MAPS], key = 0;
+	uint32_t first = 0, key = 0;
 	struct bpf_prog_info pi;
 	struct bpf_map_info mi;
 	union bpf_attr a;
-	bool listed = false;
 	int ret;
 
+	/*
+	 * Room for one id: the kernel fills the first and reports how many there are.  Maps
+	 * bound after the load (any number of them) are neither read nor refused.
+	 */
 	memset(&pi, 0, sizeof(pi));
-	pi.nr_map_ids = ANCHOR_MAX_MAPS;
-	pi.map_ids = (uint64_t)(uintptr_t)ids;
+	pi.nr_map_ids = 1;
+	pi.map_ids = (uint64_t)(uintptr_t)&first;
 	ret = bd_bpf_obj_info(prog_fd, &pi, sizeof(pi));
 	if (ret)
 		return ret;
 	/* Any other type may be loadable without CAP_BPF (socket filters, where allowed). */
-	if (pi.type != BPF_PROG_TYPE_SYSCALL || pi.nr_map_ids > ANCHOR_MAX_MAPS)
+	if (pi.type != BPF_PROG_TYPE_SYSCALL || pi.nr_map_ids == 0 || pi.btf_id == 0)
 		return -EPROTO;
 	memset(&mi, 0, sizeof(mi));
 	ret = bd_bpf_obj_info(map_fd, &mi, sizeof(mi));
 	if (ret)
 		return ret;
-	for (uint32_t i = 0; i < pi.nr_map_ids; i++)
-		listed |= mi.id != 0 && ids[i] == mi.id;
-	if (!listed || mi.type != BPF_MAP_TYPE_ARRAY || mi.key_size != 4 ||
-	    mi.value_size != sizeof(*out) || mi.max_entries != 1 ||
-	    !(mi.map_flags & BPF_F_RDONLY_PROG))
+	if (mi.id == 0 || mi.id != first || mi.btf_id != pi.btf_id ||
+	    mi.type != BPF_MAP_TYPE_ARRAY || mi.key_size != 4 || mi.value_size != sizeof(*out) ||
+	    mi.max_entries != 1 || !(mi.map_flags & BPF_F_RDONLY_PROG))
 		return -EPROTO;
 	memset(&a, 0, sizeof(a));
 	a.map_fd = (uint32_t)map_fd;

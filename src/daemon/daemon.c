@@ -872,8 +872,8 @@ static int serve_ring(struct daemon *d, uint64_t now, uint64_t when)
 }
 
 /*
- * A client rang the doorbell (or the doorbell's wait expired while a ring may have been lost):
- * count the rings and serve them.  The ringer stamped before it rang, and the doorbell thread
+ * A client rang the doorbell (or the doorbell's wait expired: a ring may have been lost): count
+ * the rings and serve them.  The ringer stamped before it rang, and the doorbell thread
  * read its clock when the ring woke it: every stamp of a ring drained here is earlier than the
  * latest such reading, the horizon.
  */

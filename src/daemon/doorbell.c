@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,31 +22,30 @@
 static sem_t registered;
 
 /*
- * The longest FUTEX_WAIT of the thread.  Its word lies in a file every user maps, and any user
+ * The thread's FUTEX_WAIT lasts a random time in [DOORBELL_WAIT_MIN_NS, DOORBELL_WAIT_MAX_NS),
+ * and every expiry is served as a ring.  Its word lies in a file every user maps, and any user
  * can move a waiter off it (FUTEX_CMP_REQUEUE onto a word nobody wakes): every ring after that
- * would reach nobody.  The main loop's tick finds the thread moved (doorbell_moved) and serves
- * the lost rings; the bound is for what the tick cannot see, a moved thread whose place on the
- * word another user's waiter holds (it takes the rings): an expiry is served as a ring when
- * someone else waits on the word or sleeps on the mark (ring_maybe_lost).  An idle daemon pays
- * for it with one wake-up of this thread and two futex calls per expiry, no pass: about 40 us on
- * the 2-vCPU VM (170 us if every expiry were served), against an idle budget of 1 ms a second
- * (PERFORMANCE.md §10).  At 1 s that is a tenth of the main loop's own ticks (--heartbeat-period,
- * 100 ms by default).  The stop does not wait for it (it interrupts the wait, doorbell_stop).
+ * would reach nobody.  The main loop's tick finds the thread moved when nobody waits on the word
+ * (doorbell_moved); what the tick cannot see (another user's waiter holding its place at the
+ * ticks) the expiry serves: a ring lost to a moved thread is served within DOORBELL_WAIT_MAX_NS
+ * of the start of the wait it was lost to, whatever waits on the word or the mark at any
+ * instant.  Random: an attacker who knows the ticks' phase (heartbeat_ns) cannot also know when
+ * the wait ends.  An idle daemon pays one wake-up of this thread and one credit pass per expiry,
+ * about 1.1 a second: some 0.3 ms a second on the 2-vCPU VM (PERFORMANCE.md §10.7, DESIGN
+ * §4.2).  A shorter wait would cost more and bound nothing better.  The stop does not wait for it
+ * (it interrupts the wait, doorbell_stop).
  */
-#define DOORBELL_WAIT_NS (1000000000ULL)
+#define DOORBELL_WAIT_MIN_NS (750000000ULL)
+#define DOORBELL_WAIT_MAX_NS (1000000000ULL)
 
-/*
- * After an expiry: may a ring have been lost meanwhile?  Only if someone else waits on the word
- * (a ring that finds us elsewhere goes to it) or a library waiter sleeps on the mark, its high
- * half (a waiter whose ring was lost sleeps there between its tries, PROTOCOL.md §6.7).  Both
- * halves hold 0 (the daemon never changes them): their values are known, and this thread never
- * loads from the mapping (state_file.c, the SIGBUS guard).
- */
-static bool ring_maybe_lost(const struct doorbell *d)
+/* xorshift64*: unpredictable enough once seeded from getrandom (doorbell_start). */
+static uint64_t wait_ns(struct doorbell *d)
 {
-	const uint32_t *w = (const uint32_t *)d->word;
-
-	return futex_count_u32(w, 0) > 0 || futex_count_u32(w + 1, 0) > 0;
+	d->rng ^= d->rng >> 12;
+	d->rng ^= d->rng << 25;
+	d->rng ^= d->rng >> 27;
+	return DOORBELL_WAIT_MIN_NS +
+	       (d->rng * 2685821657736338717ULL) % (DOORBELL_WAIT_MAX_NS - DOORBELL_WAIT_MIN_NS);
 }
 
 /* Hand a ring, or a wait's expiry, to the main loop: when it came, then the eventfd. */
@@ -85,9 +85,8 @@ static void *doorbell_main(void *arg)
 
 	rate_limit_init(&limit, d->rate, BARRIERD_CREDIT_BURST);
 	while (!d->stop) {
-		struct timespec to = {(time_t)(DOORBELL_WAIT_NS / 1000000000ULL),
-				      (long)(DOORBELL_WAIT_NS % 1000000000ULL)};
-		uint64_t now, next;
+		uint64_t now, next, ns = wait_ns(d);
+		struct timespec to = {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)};
 		long r;
 
 		/* A hint for doorbell_moved: a stale reading costs a signal and a pass at most. */
@@ -111,8 +110,6 @@ static void *doorbell_main(void *arg)
 		/* A signal: the stop, or the main loop's, which serves the lost rings itself. */
 		if (r != 0 && errno == EINTR)
 			continue;
-		if (r != 0 && errno == ETIMEDOUT && !ring_maybe_lost(d))
-			continue;
 		if (r != 0 && errno != ETIMEDOUT) {
 			/*
 			 * EAGAIN: the word is not 0, which only a foreign (root) writer does.  Not
@@ -126,9 +123,9 @@ static void *doorbell_main(void *arg)
 			continue;
 		}
 		/*
-		 * A ring (0), or an expiry after which a ring may have been lost (ETIMEDOUT):
-		 * served as a ring, a request to look, never evidence.  Only rings are counted
-		 * (statistics: relaxed).
+		 * A ring (0), or an expiry (ETIMEDOUT), after which a ring may have been lost
+		 * whatever waits on the word now: served as a ring, a request to look, never
+		 * evidence.  Only rings are counted (statistics: relaxed).
 		 */
 		if (r == 0)
 			__atomic_fetch_add(&d->heard, 1, __ATOMIC_RELAXED);
@@ -181,6 +178,10 @@ int doorbell_start(struct doorbell *d, uint64_t *word, struct probes *probes, ui
 	d->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (d->efd < 0)
 		return -errno;
+	/* Here, before the sandbox: its filter need not allow getrandom. */
+	if (getrandom(&d->rng, sizeof(d->rng), GRND_NONBLOCK) != (ssize_t)sizeof(d->rng))
+		d->rng = bd_mono_ns() ^ ((uint64_t)getpid() << 32);
+	d->rng |= 1; /* xorshift's one fixed point is 0 */
 	sem_init(&registered, 0, 0);
 	pthread_attr_init(&attr);
 	pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
@@ -232,7 +233,8 @@ void doorbell_stop(struct doorbell *d)
 			 * (the wake fails with EFAULT): interrupt its wait with a signal, every
 			 * time, as well as the wake.  Repeated: a signal that lands between the
 			 * thread's check of stop and its FUTEX_WAIT is spent on nothing.  And its
-			 * wait ends by itself within DOORBELL_WAIT_NS, whatever becomes of these.
+			 * wait ends by itself within DOORBELL_WAIT_MAX_NS, whatever becomes of
+			 * these.
 			 */
 			syscall(SYS_futex, (uint32_t *)d->word, FUTEX_WAKE, INT32_MAX, NULL, NULL,
 				0);

@@ -3,7 +3,8 @@
  * The doorbell thread: FUTEX_WAITs on the state file's doorbell word (any client can
  * FUTEX_WAKE it on a read-only mapping) and hands each ring to the main loop via an eventfd.
  * Any user can move that wait to another word (FUTEX_CMP_REQUEUE): the main loop's tick checks
- * that the thread is still on its word (doorbell_moved), and every wait is bounded.
+ * that the thread is still on its word (doorbell_moved), and every wait is bounded (0.75 to 1 s,
+ * at random) and its expiry served as a ring.
  */
 #ifndef BARRIERD_DOORBELL_H
 #define BARRIERD_DOORBELL_H
@@ -29,6 +30,7 @@ struct doorbell {
 			       the eventfd */
 	uint64_t heard;	    /* __atomic: rings heard (the eventfd also counts expiries) */
 	uint32_t waiting;   /* __atomic: in (or about to enter) its FUTEX_WAIT */
+	uint64_t rng;	    /* the thread's: its waits' random lengths */
 	int start_err;
 };
 
@@ -50,7 +52,8 @@ void doorbell_stop(struct doorbell *d);
  * For the main loop's tick: is the thread in its wait, yet nobody waits on its word?  Then
  * another user moved it, and rings since went unheard: it is signalled back to its word
  * (DOORBELL_WAKE_SIGNAL), and true says the caller must serve those rings.  A moved thread
- * whose place another user's waiter holds is not seen here: its wait's expiry serves that case.
+ * whose place another user's waiter holds is not seen here: its wait's expiry, served whatever
+ * waits where, covers that case.
  */
 bool doorbell_moved(struct doorbell *d);
 

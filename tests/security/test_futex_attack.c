@@ -11,7 +11,12 @@
  * with EFAULT (the mapping is read-only). After each attack (and, for the loop and the waitv,
  * during it): a root client's barrier on a fresh stamp completes on the daemon's path (rings still
  * served), the doorbell hears rings again, a SIGTERM stops the daemon (marked stopped), and a
- * daemon starts again on the same path. Times are hang guards only, in seconds.  `--long`: the
+ * daemon starts again on the same path.  And the evasion of the doorbell's bounded wait: the
+ * daemon's thread parked on a private word, waiters of the attacker's kept on the doorbell word
+ * (so that no tick finds the thread moved) and taken off it around each expected end of the
+ * thread's wait (so that the expiry finds nobody on the word); rings of the test's, taken by
+ * those waiters, are still served (horizon_ns passes them) within the guard.  Times are hang
+ * guards only, in seconds.  `--long`: the
  * loops last 30 s, with 5 stops and restarts under each (label security-long).
  */
 #include <stdarg.h>
@@ -50,6 +55,7 @@ enum attack {
 	A_WAKE_OP,    /* FUTEX_WAKE_OP, the operation on a word of the attacker's and of the file */
 	A_WAITV,      /* futex_waitv on every word, for loop_s */
 	A_LOCK_PI,    /* FUTEX_LOCK_PI and FUTEX_TRYLOCK_PI: EFAULT on every word */
+	A_EVADE_EXPIRY, /* park the daemon's thread; decoys on the word except at its expiries */
 };
 
 struct attack_arg {
@@ -129,6 +135,7 @@ static void sweep_once(struct sweep *s, enum attack kind)
 			break;
 		case A_WAITV:
 		case A_REQUEUE_THIEF:
+		case A_EVADE_EXPIRY:
 			break;
 		}
 		s->r.calls++;
@@ -222,6 +229,99 @@ static int requeue_first_with_thief(struct sweep *s, uint64_t end)
 	return 0;
 }
 
+/* Waiters of the evasion's: on the doorbell word, or parked on decoy_hold while decoys_held. */
+static uint32_t decoy_hold, mark_hold;
+static volatile int decoys_held, decoys_stop;
+
+static long waiters(const uint32_t *w)
+{
+	return futex(w, FUTEX_CMP_REQUEUE, 0, INT32_MAX, w, 0);
+}
+
+static void *decoy_main(void *arg)
+{
+	const struct sweep *s = arg;
+
+	while (!decoys_stop)
+		futex(decoys_held ? &decoy_hold : s->doorbell, FUTEX_WAIT, 0, 0, NULL, 0);
+	return NULL;
+}
+
+/* The daemon's thread, alone on the word, moved onto own_word: its wait began after t0. */
+static int park_thread(struct sweep *s, uint64_t *t0)
+{
+	uint64_t guard = bd_mono_ns() + 100 * TEST_MS;
+
+	*t0 = bd_mono_ns();
+	while (bd_mono_ns() < guard)
+		if (waiters(s->doorbell) > 0 &&
+		    futex(s->doorbell, FUTEX_CMP_REQUEUE, 0, 1, &own_word, 0) == 1) {
+			s->r.doorbell_moved++;
+			return 0;
+		}
+	return -1;
+}
+
+/*
+ * The evasion, until killed.  It bets that the thread's wait ends 1 s (the longest) after it
+ * began, and that the ticks come at the heartbeat's phase: every steal is made half a period
+ * away from a tick, so that the decoys' absence around each expected expiry spans no tick.
+ */
+static int evade_expiry(struct sweep *s, const struct barrierd_header *m, int pipe_w)
+{
+	uint64_t period = m->heartbeat_period_ns, hb = bd_load(&m->heartbeat_ns), t0, due;
+	uint64_t end = bd_mono_ns() + 60 * TEST_SEC;
+	pthread_t t[3];
+
+	if (!period)
+		return 4;
+	while (bd_load(&m->heartbeat_ns) == hb)
+		test_sleep_ms(1);
+	due = bd_load(&m->heartbeat_ns) + period / 2;
+	while (due < bd_mono_ns() + TEST_MS)
+		due += period;
+	/* A ring that wakes the thread starts its next wait now; it is alone on the word. */
+	do {
+		while (bd_mono_ns() < due)
+			;
+		due += period;
+	} while (futex(s->doorbell, FUTEX_WAKE, 1, 0, NULL, 0) != 1);
+	if (park_thread(s, &t0))
+		return 5;
+	for (int i = 0; i < 3; i++)
+		if (pthread_create(&t[i], NULL, decoy_main, s))
+			return 6;
+	if (write(pipe_w, "p", 1) != 1)
+		return 7;
+	while (bd_mono_ns() < end) {
+		if (bd_mono_ns() + 2 * TEST_MS < t0 + TEST_SEC) {
+			usleep(200);
+			continue;
+		}
+		/*
+		 * Nobody on the word nor on the mark when the wait ends: the decoys leave the
+		 * word once, before the expiry, so that no requeue can take the thread along
+		 * when it comes back.
+		 */
+		decoys_held = 1;
+		futex(s->doorbell, FUTEX_CMP_REQUEUE, 0, INT32_MAX, &decoy_hold, 0);
+		futex(s->mark, FUTEX_CMP_REQUEUE, 0, INT32_MAX, &mark_hold, 0);
+		while (waiters(&own_word) > 0 && bd_mono_ns() < t0 + TEST_SEC + 100 * TEST_MS)
+			;
+		/* Back on the word: park it again at once, then the decoys return. */
+		if (park_thread(s, &t0)) {
+			futex(&own_word, FUTEX_WAKE, INT32_MAX, 0, NULL, 0);
+			futex(&decoy_hold, FUTEX_WAKE, INT32_MAX, 0, NULL, 0);
+			if (park_thread(s, &t0))
+				return 8;
+		}
+		decoys_held = 0;
+		futex(&decoy_hold, FUTEX_WAKE, INT32_MAX, 0, NULL, 0);
+		s->r.calls++;
+	}
+	return 0;
+}
+
 static int attack_main(void *arg)
 {
 	const struct attack_arg *a = arg;
@@ -258,6 +358,9 @@ static int attack_main(void *arg)
 		break;
 	case A_REQUEUE_THIEF:
 		ret = requeue_first_with_thief(&s, end);
+		break;
+	case A_EVADE_EXPIRY:
+		ret = evade_expiry(&s, m, a->pipe_w);
 		break;
 	default:
 		sweep_once(&s, a->kind);
@@ -504,11 +607,57 @@ static void lock_pi_efault(void **state)
 	one_shot(A_LOCK_PI, "FUTEX_LOCK_PI and FUTEX_TRYLOCK_PI");
 }
 
+/*
+ * Rings lost to the evasion (taken by its decoys, or by nobody) are served: horizon_ns passes
+ * each ring's time within the guard.
+ */
+static void evade_expiry_served(void **state)
+{
+	size_t size;
+	const struct barrierd_header *m = map_ro(H.state, &size);
+	const struct barrierd_ext *x;
+	int pipe_r, st;
+	char c = 0;
+	pid_t pid;
+
+	(void)state;
+	assert_non_null(m);
+	x = (const struct barrierd_ext *)((const char *)m + m->ext_offset);
+	pid = attack_start(A_EVADE_EXPIRY, &pipe_r);
+	assert_true(pid > 0);
+	if (read(pipe_r, &c, 1) != 1) {
+		st = test_reap(pid, GUARD_S);
+		attacker = -1;
+		fail_msg("the evasion did not park the doorbell thread (exit %d)",
+			 st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	}
+	for (int i = 0; i < 6; i++) {
+		uint64_t t = bd_mono_ns(), end = t + 2 * TEST_SEC;
+		long woke = test_futex_wake(&m->doorbell);
+
+		while (bd_load(&x->horizon_ns) < t && bd_mono_ns() < end)
+			test_sleep_ms(5);
+		printf("ring %d (woke %ld): served after %.0f ms\n", i, woke,
+		       bd_load(&x->horizon_ns) < t ? -1.0 : (double)(bd_mono_ns() - t) / 1e6);
+		assert_true(bd_load(&x->horizon_ns) >= t);
+		test_sleep_ms(100 + 100 * i);
+	}
+	kill(pid, SIGKILL);
+	test_reap(pid, GUARD_S);
+	attacker = -1;
+	close(pipe_r);
+	munmap((void *)m, size);
+	check_served();
+	check_heard();
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "--long") == 0) {
 		loop_s = 30;
 		cycles = 5;
+	} else if (argc > 1) {
+		cmocka_set_test_filter(argv[1]);
 	}
 	test_require_root();
 	const struct CMUnitTest tests[] = {
@@ -520,6 +669,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(wake_op, setup_running, teardown),
 	    cmocka_unit_test_setup_teardown(waitv_thieves, setup_running, teardown),
 	    cmocka_unit_test_setup_teardown(lock_pi_efault, setup_running, teardown),
+	    cmocka_unit_test_setup_teardown(evade_expiry_served, setup_running, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

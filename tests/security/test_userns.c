@@ -15,6 +15,11 @@
  *   - host_nobody_file_refused: on the host, where every owner has a name, a file of nobody's
  *     (the overflow uid) next to a listening socket is refused with EPERM, and nothing
  *     connects to that socket.
+ *   - userns_bound_maps: nobody binds the slots map it received to the daemon's anchor program
+ *     (BPF_PROG_BIND_MAP needs no capability); root, standing in for anyone where
+ *     kernel.unprivileged_bpf_disabled is 0, binds a frozen copy of the anchor's record map and
+ *     then four more maps.  A relay of the real set with that copy as the record map is refused
+ *     (EPERM); clients in the user namespace and on the host still open with the direct path.
  *
  * Times are hang guards only.
  */
@@ -23,6 +28,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <linux/bpf.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -329,10 +335,54 @@ static void copy_file(const char *from, const char *to)
 			 0);
 }
 
+static char fake_sock[340];
+
+/* The fake server's directory, nobody's. */
+static void fake_begin(void)
+{
+	snprintf(fake_dir, sizeof(fake_dir), "%s/fake", H.dir);
+	snprintf(fake_state, sizeof(fake_state), "%s/state", fake_dir);
+	snprintf(fake_sock, sizeof(fake_sock), "%s%s", fake_state, BARRIERD_SLOTS_SOCKET_SUFFIX);
+	assert_int_equal(mkdir(fake_dir, 0755), 0);
+	assert_int_equal(chown(fake_dir, TEST_NOBODY, TEST_NOBODY), 0);
+}
+
+static void fake_end(void)
+{
+	unlink(fake_state);
+	unlink(fake_sock);
+	rmdir(fake_dir);
+}
+
+/* A fake server relays r; a client in a user namespace opens: accepted or refused as r says. */
+static void relay_open(const struct relay *r)
+{
+	pid_t server;
+	int st;
+
+	cur = r;
+	unlink(fake_state);
+	unlink(fake_sock);
+	if (strcmp(cur->file, "forged") == 0)
+		copy_file(H.state, fake_state);
+	else
+		assert_int_equal(link(H.state, fake_state), 0);
+	server = fork();
+	assert_true(server >= 0);
+	if (server == 0)
+		_exit(fake_server_main(NULL));
+	for (int t = 0; t < 500 && access(fake_sock, F_OK); t++)
+		usleep(10000);
+	st = in_child(client_main, NULL, 30);
+	kill(server, SIGKILL);
+	waitpid(server, NULL, 0);
+	printf("%s: %s\n", cur->name, st == 0 ? "accepted" : st == 1 ? "refused (EPERM)" : "other");
+	assert_int_equal(st, cur->accepted ? 0 : 1);
+}
+
 static void userns_fake_relays_refused(void **state)
 {
 	struct set old, now;
-	char sock[340];
 
 	(void)state;
 	fetch_set(H.state, &old);
@@ -343,12 +393,7 @@ static void userns_fake_relays_refused(void **state)
 	fetch_set(H.state, &now);
 	assert_true(now.m.generation > old.m.generation);
 
-	snprintf(fake_dir, sizeof(fake_dir), "%s/fake", H.dir);
-	snprintf(fake_state, sizeof(fake_state), "%s/state", fake_dir);
-	snprintf(sock, sizeof(sock), "%s%s", fake_state, BARRIERD_SLOTS_SOCKET_SUFFIX);
-	assert_int_equal(mkdir(fake_dir, 0755), 0);
-	assert_int_equal(chown(fake_dir, TEST_NOBODY, TEST_NOBODY), 0);
-
+	fake_begin();
 	const struct relay relays[] = {
 	    {"(a) the real map, link and anchor next to a forged file", "forged", &now.m, now.map,
 	     now.link, now.aprog, now.amap, false},
@@ -361,35 +406,145 @@ static void userns_fake_relays_refused(void **state)
 	    {"the current set, relayed next to the real file", "real", &now.m, now.map, now.link,
 	     now.aprog, now.amap, true},
 	};
-	for (size_t i = 0; i < sizeof(relays) / sizeof(relays[0]); i++) {
-		pid_t server;
-		int st;
+	for (size_t i = 0; i < sizeof(relays) / sizeof(relays[0]); i++)
+		relay_open(&relays[i]);
+	fake_end();
+}
 
-		cur = &relays[i];
-		unlink(fake_state);
-		unlink(sock);
-		if (strcmp(cur->file, "forged") == 0)
-			copy_file(H.state, fake_state);
-		else
-			assert_int_equal(link(H.state, fake_state), 0);
-		server = fork();
-		assert_true(server >= 0);
-		if (server == 0)
-			_exit(fake_server_main(NULL));
-		for (int t = 0; t < 500 && access(sock, F_OK); t++)
-			usleep(10000);
-		st = in_child(client_main, NULL, 30);
-		kill(server, SIGKILL);
-		waitpid(server, NULL, 0);
-		printf("%s: %s\n", cur->name,
-		       st == 0	 ? "accepted"
-		       : st == 1 ? "refused (EPERM)"
-				 : "other");
-		assert_int_equal(st, cur->accepted ? 0 : 1);
+/* ---- 3. maps bound to the anchor program after its load ----------------------------------- */
+
+static long sys_bpf(int cmd, union bpf_attr *a)
+{
+	return syscall(SYS_bpf, cmd, a, sizeof(*a));
+}
+
+static int bind_map(int prog_fd, int map_fd)
+{
+	union bpf_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.prog_bind_map.prog_fd = (uint32_t)prog_fd;
+	a.prog_bind_map.map_fd = (uint32_t)map_fd;
+	return sys_bpf(BPF_PROG_BIND_MAP, &a) ? -errno : 0;
+}
+
+static int array_map(uint32_t value_size, uint32_t flags)
+{
+	union bpf_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.map_type = BPF_MAP_TYPE_ARRAY;
+	a.key_size = 4;
+	a.value_size = value_size;
+	a.max_entries = 1;
+	a.map_flags = flags;
+	return (int)sys_bpf(BPF_MAP_CREATE, &a);
+}
+
+static int map_elem(int cmd, int fd, void *value)
+{
+	union bpf_attr a;
+	uint32_t key = 0;
+
+	memset(&a, 0, sizeof(a));
+	a.map_fd = (uint32_t)fd;
+	a.key = (uint64_t)(uintptr_t)&key;
+	a.value = (uint64_t)(uintptr_t)value;
+	return sys_bpf(cmd, &a) ? -errno : 0;
+}
+
+/* How many maps the program has now. */
+static uint32_t prog_nr_maps(int prog_fd)
+{
+	struct bpf_prog_info pi;
+	union bpf_attr a;
+
+	memset(&pi, 0, sizeof(pi));
+	memset(&a, 0, sizeof(a));
+	a.info.bpf_fd = (uint32_t)prog_fd;
+	a.info.info_len = sizeof(pi);
+	a.info.info = (uint64_t)(uintptr_t)&pi;
+	assert_int_equal(sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &a), 0);
+	return pi.nr_map_ids;
+}
+
+/* Nobody binds the slots map it was sent to the anchor program it was sent: 0 or -errno. */
+static int bind_as_nobody(const struct set *s)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0)
+		_exit(test_drop_to_nobody() ? 100 : -bind_map(s->aprog, s->map));
+	st = test_reap(pid, 10);
+	assert_true(st != -1 && WIFEXITED(st));
+	return -WEXITSTATUS(st);
+}
+
+/* The user namespace's client and the host's: both open with the direct path. */
+static void clients_direct(void)
+{
+	struct barrierd *b;
+
+	assert_int_equal(in_child(open_direct_main, H.state, 60), 0);
+	assert_int_equal(barrierd_open(&b, H.state), 0);
+	assert_true(barrierd_direct(b));
+	barrierd_close(b);
+}
+
+static void userns_bound_maps(void **state)
+{
+	unsigned char rec[sizeof(struct barrierd_anchor)];
+	struct set now;
+	uint32_t n0;
+	int forged, extra[4], ret;
+
+	(void)state;
+	fetch_set(H.state, &now);
+	n0 = prog_nr_maps(now.aprog);
+	ret = bind_as_nobody(&now);
+	printf("nobody binds the slots map to the anchor program: %s\n",
+	       ret ? strerror(-ret) : "bound");
+	assert_true(ret == 0 || ret == -EPERM);
+
+	/* The anchor's record, copied into a frozen map of the same shape, bound after the load. */
+	forged = array_map(sizeof(rec), BPF_F_RDONLY_PROG);
+	assert_true(forged >= 0);
+	assert_int_equal(map_elem(BPF_MAP_LOOKUP_ELEM, now.amap, rec), 0);
+	assert_int_equal(map_elem(BPF_MAP_UPDATE_ELEM, forged, rec), 0);
+	{
+		union bpf_attr a;
+
+		memset(&a, 0, sizeof(a));
+		a.map_fd = (uint32_t)forged;
+		assert_int_equal(sys_bpf(BPF_MAP_FREEZE, &a), 0);
 	}
-	unlink(fake_state);
-	unlink(sock);
-	rmdir(fake_dir);
+	assert_int_equal(bind_map(now.aprog, forged), 0);
+	printf("anchor program maps: %u at the load, %u now\n", n0, prog_nr_maps(now.aprog));
+
+	fake_begin();
+	const struct relay relays[] = {
+	    {"a record map bound after the load, relayed with the real set", "real", &now.m,
+	     now.map, now.link, now.aprog, forged, false},
+	    {"the current set, relayed next to the real file", "real", &now.m, now.map, now.link,
+	     now.aprog, now.amap, true},
+	};
+	for (size_t i = 0; i < sizeof(relays) / sizeof(relays[0]); i++)
+		relay_open(&relays[i]);
+	fake_end();
+	clients_direct();
+
+	/* More maps than a program of one map could ever list. */
+	for (int i = 0; i < 4; i++) {
+		extra[i] = array_map(4, 0);
+		assert_true(extra[i] >= 0);
+		assert_int_equal(bind_map(now.aprog, extra[i]), 0);
+	}
+	printf("anchor program maps: %u now\n", prog_nr_maps(now.aprog));
+	clients_direct();
+	for (int i = 0; i < 4; i++)
+		close(extra[i]);
+	close(forged);
 }
 
 /* ---- 3. on the host: a file of nobody's is nobody's ------------------------------------ */
@@ -449,6 +604,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(userns_open_direct, setup_running, h_teardown),
 	    cmocka_unit_test_setup_teardown(userns_fake_relays_refused, setup_running, h_teardown),
 	    cmocka_unit_test_setup_teardown(host_nobody_file_refused, setup_running, h_teardown),
+	    cmocka_unit_test_setup_teardown(userns_bound_maps, setup_running, h_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
