@@ -19,6 +19,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The numbers lib/slots_fetch.c reads in fdinfo, where the kernel prints them as numbers. */
+_Static_assert(BPF_PROG_TYPE_SYSCALL == 31, "fdinfo prog_type of the anchor");
+_Static_assert(BPF_MAP_TYPE_ARRAY == 2, "fdinfo map_type of the anchor's record");
 
 int bd_anchor_read(int prog_fd, int map_fd, struct barrierd_anchor *out)
 {

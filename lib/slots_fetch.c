@@ -147,9 +147,18 @@ static int recv_anchor(int s, struct barrierd_anchor *a)
 	if (n <= 0 && n != -EPROTO)
 		return 0; /* closed after the reply, or nothing within the timeout */
 	ret = -EPROTO;
+	/*
+	 * Each descriptor is what it claims to be before the kernel is asked about it:
+	 * BPF_OBJ_GET_INFO_BY_FD on a map fills a map's record, and a map type can share the
+	 * syscall program type's number (a user ring buffer's is 31 too).  fdinfo names the
+	 * kind: "prog_type" for a program, "map_type" for a map (31: BPF_PROG_TYPE_SYSCALL, 2:
+	 * BPF_MAP_TYPE_ARRAY, asserted in lib/anchor.c).
+	 */
 	if (n == (ssize_t)sizeof(m) && m.magic == BARRIERD_ANCHOR_MAGIC && m.nfds == 2 &&
-	    nfds == 2 && bd_anchor_read(fds[0], fds[1], a) == 0 &&
-	    fdinfo(fds[1], text, sizeof(text)) == 0 && has_line(text, "frozen", "1"))
+	    nfds == 2 && fdinfo(fds[0], text, sizeof(text)) == 0 &&
+	    has_line(text, "prog_type", "31") && fdinfo(fds[1], text, sizeof(text)) == 0 &&
+	    has_line(text, "map_type", "2") && has_line(text, "frozen", "1") &&
+	    bd_anchor_read(fds[0], fds[1], a) == 0)
 		ret = 1;
 	close_fds(fds, nfds);
 	return ret;

@@ -19,7 +19,9 @@
  *     (BPF_PROG_BIND_MAP needs no capability); root, standing in for anyone where
  *     kernel.unprivileged_bpf_disabled is 0, binds a frozen copy of the anchor's record map and
  *     then four more maps.  A relay of the real set with that copy as the record map is refused
- *     (EPERM); clients in the user namespace and on the host still open with the direct path.
+ *     (EPERM), and so is a user ring buffer (map type 31, the syscall program type's number)
+ *     relayed in the program's place; clients in the user namespace and on the host still open
+ *     with the direct path.
  *
  * Times are hang guards only.
  */
@@ -497,7 +499,7 @@ static void userns_bound_maps(void **state)
 	unsigned char rec[sizeof(struct barrierd_anchor)];
 	struct set now;
 	uint32_t n0;
-	int forged, extra[4], ret;
+	int forged, ringbuf, extra[4], ret;
 
 	(void)state;
 	fetch_set(H.state, &now);
@@ -522,10 +524,25 @@ static void userns_bound_maps(void **state)
 	assert_int_equal(bind_map(now.aprog, forged), 0);
 	printf("anchor program maps: %u at the load, %u now\n", n0, prog_nr_maps(now.aprog));
 
+	/* A map in the program's place whose type number is the syscall program's (31). */
+	{
+		union bpf_attr a;
+
+		memset(&a, 0, sizeof(a));
+		a.map_type = BPF_MAP_TYPE_USER_RINGBUF;
+		a.max_entries = (uint32_t)sysconf(_SC_PAGESIZE);
+		ringbuf = (int)sys_bpf(BPF_MAP_CREATE, &a);
+		assert_true(ringbuf >= 0);
+	}
+
 	fake_begin();
 	const struct relay relays[] = {
 	    {"a record map bound after the load, relayed with the real set", "real", &now.m,
 	     now.map, now.link, now.aprog, forged, false},
+	    {"a user ring buffer (map type 31) as the anchor program, the real record", "real",
+	     &now.m, now.map, now.link, ringbuf, now.amap, false},
+	    {"a user ring buffer as the anchor program, the bound record copy", "real", &now.m,
+	     now.map, now.link, ringbuf, forged, false},
 	    {"the current set, relayed next to the real file", "real", &now.m, now.map, now.link,
 	     now.aprog, now.amap, true},
 	};
@@ -544,6 +561,7 @@ static void userns_bound_maps(void **state)
 	clients_direct();
 	for (int i = 0; i < 4; i++)
 		close(extra[i]);
+	close(ringbuf);
 	close(forged);
 }
 
