@@ -42,15 +42,22 @@ int bd_anchor_read(int prog_fd, int map_fd, struct barrierd_anchor *out)
 	if (ret)
 		return ret;
 	/* Any other type may be loadable without CAP_BPF (socket filters, where allowed). */
-	if (pi.type != BPF_PROG_TYPE_SYSCALL || pi.nr_map_ids == 0 || pi.btf_id == 0)
+	if (pi.type != BPF_PROG_TYPE_SYSCALL || pi.nr_map_ids == 0)
 		return -EPROTO;
 	memset(&mi, 0, sizeof(mi));
 	ret = bd_bpf_obj_info(map_fd, &mi, sizeof(mi));
 	if (ret)
 		return ret;
-	if (mi.id == 0 || mi.id != first || mi.btf_id != pi.btf_id ||
-	    mi.type != BPF_MAP_TYPE_ARRAY || mi.key_size != 4 || mi.value_size != sizeof(*out) ||
-	    mi.max_entries != 1 || !(mi.map_flags & BPF_F_RDONLY_PROG))
+	/*
+	 * The map carries BTF (no unprivileged map can), the program's where the kernel shows it:
+	 * kernels before 6.15 show a program's btf_id only to CAP_BPF, and 0 to everyone else.
+	 * The first-map check above is what binds the record to the loader; this one adds that
+	 * the record is typed by the loader's BTF.
+	 */
+	if (mi.id == 0 || mi.id != first || mi.btf_id == 0 ||
+	    (pi.btf_id != 0 && mi.btf_id != pi.btf_id) || mi.type != BPF_MAP_TYPE_ARRAY ||
+	    mi.key_size != 4 || mi.value_size != sizeof(*out) || mi.max_entries != 1 ||
+	    !(mi.map_flags & BPF_F_RDONLY_PROG))
 		return -EPROTO;
 	memset(&a, 0, sizeof(a));
 	a.map_fd = (uint32_t)map_fd;

@@ -30,15 +30,19 @@
  * release store (the place was filled first), or another value, and then it backs out.
  *
  * A set kept for a section is dropped after that section ends, by some call, even if the
- * handle is never called again: the section's end lowers the tally and then loads direct_old
- * (the count of sets kept), while the writer stores direct_old and then loads every kept set's
- * tally again (bd_direct_reap): another store-load pair, sequentially consistent, so either
- * the writer sees the tally at 0 and drops the set, or the section's end sees the set counted.
- * Then it asks for a drop: it stores direct_want and tries the lock; the holder's unlock stores
- * direct_busy and then loads direct_want (a third pair), so either the section's end takes the
- * lock and drops the set itself, or the holder sees the request and drops again before it
- * leaves (bd_direct_unlock).  A holder clears direct_want, with a locked instruction, before
- * its first load of a tally: a request it clears is one whose tally it then sees lowered.
+ * handle is never called again: the section's end lowers the tally and then loads direct_cur,
+ * while the writer retires the set by storing direct_cur and then loads every kept set's
+ * tally (bd_direct_reap, which also stores direct_old and sweeps until nothing more drops):
+ * another store-load pair, sequentially consistent, so either the writer sees the tally at 0
+ * and drops the set, or the section's end sees its set retired.  Then it asks for a drop: it stores
+ *direct_want and tries the lock; the holder's unlock stores direct_busy and then loads direct_want
+ *(a third pair), so either the section's end takes the lock and drops the set itself, or the holder
+ *sees the request and drops again before it leaves (bd_direct_unlock).  A holder clears
+ *direct_want, with a locked instruction, before its first load of a tally: a request it clears is
+ *one whose tally it then sees lowered. Only a section that met a retirement asks (at its end, or
+ *when it backs out), and a call that finds the set in use unusable asks once before it is retired:
+ *the requests, and so the unlock's loop, are bounded by the retirements, however often other
+ *threads call.
  *
  * Fork: a child has only the forking thread, but the tallies it inherited count the parent's
  * sections too, which never end in the child.  A tally tagged with another fork generation
@@ -92,23 +96,6 @@ static uint64_t *tally_word(const struct barrierd *b, int cur)
 	return (uint64_t *)&b->direct_readers[cur - 1];
 }
 
-static const struct bd_direct *enter(const struct barrierd *b, struct bd_direct_ref *ref)
-{
-	ref->gen = __atomic_load_n(&bd_fork_gen, __ATOMIC_ACQUIRE);
-	for (;;) {
-		int cur = __atomic_load_n(&b->direct_cur, __ATOMIC_SEQ_CST);
-
-		ref->cur = cur;
-		if (!cur)
-			return NULL;
-		tally_up(tally_word(b, cur), ref->gen);
-		/* The second load: after the locked increment, so a retiring writer sees one. */
-		if (__atomic_load_n(&b->direct_cur, __ATOMIC_SEQ_CST) == cur)
-			return b->direct_sets[cur - 1];
-		tally_down(tally_word(b, cur), ref->gen);
-	}
-}
-
 /*
  * Under no lock: ask for a drop, then take the lock and drop, or leave it to the thread that
  * has the lock (its unlock sees the request, bd_direct_unlock).
@@ -126,18 +113,43 @@ static void reap_now(const struct barrierd *b)
 	bd_direct_unlock(m);
 }
 
+static const struct bd_direct *enter(const struct barrierd *b, struct bd_direct_ref *ref)
+{
+	ref->gen = __atomic_load_n(&bd_fork_gen, __ATOMIC_ACQUIRE);
+	for (;;) {
+		int cur = __atomic_load_n(&b->direct_cur, __ATOMIC_SEQ_CST);
+
+		ref->cur = cur;
+		if (!cur)
+			return NULL;
+		tally_up(tally_word(b, cur), ref->gen);
+		/* The second load: after the locked increment, so a retiring writer sees one. */
+		if (__atomic_load_n(&b->direct_cur, __ATOMIC_SEQ_CST) == cur)
+			return b->direct_sets[cur - 1];
+		/*
+		 * Retired under us: the writer may have seen our raise and kept the set for it.
+		 * Once lowered, ask for the drop (bounded: one per retirement a call meets).
+		 */
+		tally_down(tally_word(b, cur), ref->gen);
+		reap_now(b);
+	}
+}
+
 void bd_direct_put(const struct barrierd *b, const struct bd_direct_ref *ref)
 {
 	if (!ref->cur)
 		return;
 	tally_down(tally_word(b, ref->cur), ref->gen);
 	/*
-	 * A set retired while this section read it was kept for it: drop it now, so that a
-	 * handle nobody calls again does not keep it beside the one in use.  Sequentially
-	 * consistent, after the decrement: the load half of the pair with the writer's store of
-	 * direct_old and its second load of the tallies.
+	 * A set retired while this section read it may have been kept for it: drop it now, so
+	 * that a handle nobody calls again does not keep it beside the one in use.  Sequentially
+	 * consistent, after the decrement: if the set is still in use at this load, a later
+	 * retirement stores direct_cur after it and then loads our lowered tally (bd_direct_reap),
+	 * so no request is needed.  Its place cannot hold another set meanwhile: our raised tally
+	 * kept it from being released.  So a section asks at most once, and only across a
+	 * retirement: requests are bounded, and so is the unlock's loop.
 	 */
-	if (__atomic_load_n(&b->direct_old, __ATOMIC_SEQ_CST))
+	if (__atomic_load_n(&b->direct_cur, __ATOMIC_SEQ_CST) != ref->cur)
 		reap_now(b);
 }
 
@@ -202,7 +214,7 @@ static unsigned sweep(struct barrierd *b, int cur, unsigned gen)
 		}
 		/* The place first: a child forked during the release never releases it again. */
 		__atomic_store_n(&b->direct_sets[i], NULL, __ATOMIC_RELAXED);
-		bd_direct_release(d);
+		bd_direct_release(b, d);
 	}
 	return old;
 }
@@ -254,16 +266,31 @@ const struct bd_direct *bd_direct_get(const struct barrierd *b, struct bd_direct
 	/* Relaxed: only an early drop; the drop after a kept set's last section is put's. */
 	bool old = __atomic_load_n(&b->direct_old, __ATOMIC_RELAXED) != 0;
 
+	struct barrierd *m = (struct barrierd *)b; /* bookkeeping only, as in reap_now */
+
 	if (d && bd_direct_usable(b, d)) {
-		if (old)
-			reap_now(b); /* ours is in use: never one that a reap drops */
+		/*
+		 * A set left over: drop it if the lock is free, asking nobody (ours is in use,
+		 * never one that a reap drops).  Its last section's end asks, in put.
+		 */
+		if (old && bd_direct_lock(m)) {
+			bd_direct_reap(m);
+			bd_direct_unlock(m);
+		}
 		return d;
 	}
 	bd_direct_put(b, ref);
 	ref->cur = 0;
-	/* A daemon that is gone: drop its set at this call already, and any set left over. */
-	if (d || old)
+	/*
+	 * A daemon that is gone: retire its set at this call already (asking, if the lock is
+	 * held: once retired, no call finds it here again, so the requests are bounded).
+	 */
+	if (d)
 		reap_now(b);
+	else if (old && bd_direct_lock(m)) {
+		bd_direct_reap(m);
+		bd_direct_unlock(m);
+	}
 	return NULL;
 }
 
@@ -286,7 +313,7 @@ void bd_direct_free(struct barrierd *b)
 
 		__atomic_store_n(&b->direct_sets[i], NULL, __ATOMIC_RELAXED);
 		if (d)
-			bd_direct_release(d);
+			bd_direct_release(b, d);
 	}
 	__atomic_store_n(&b->direct_cur, 0, __ATOMIC_RELAXED);
 }

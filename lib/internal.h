@@ -306,8 +306,11 @@ bool bd_direct_reap(struct barrierd *b);
  */
 int bd_direct_install(struct barrierd *b, struct bd_direct *d);
 
-/* Unmap one set, close its descriptors (those still ours) and free it (lib/slots_fetch.c). */
-void bd_direct_release(struct bd_direct *d);
+/*
+ * Unmap one set, close its descriptors (those still ours, and no number that a set in b's
+ * places holds) and free it (lib/slots_fetch.c).  Under the lock, d out of b's places.
+ */
+void bd_direct_release(const struct barrierd *b, struct bd_direct *d);
 
 /*
  * Credit from d every CPU in left[] (ncpu bits) that the slots show passed ns stamp T, and

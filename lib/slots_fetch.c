@@ -346,7 +346,7 @@ void bd_direct_refresh(struct barrierd *b, int64_t budget_ns)
 		/* Every place holds a set a call still reads: keep the old daemon's for now. */
 		ret = bd_direct_install(b, d);
 		if (ret)
-			bd_direct_release(d);
+			bd_direct_release(b, d);
 	}
 	if (ret == 0) {
 		b->direct_backoff = 0;
@@ -377,18 +377,34 @@ static void close_if_ours(int fd, const uint32_t head[BD_OBJ_HEAD_WORDS])
 		close(fd);
 }
 
-void bd_direct_release(struct bd_direct *d)
+/* Does a set in b's places hold descriptor number fd? */
+static bool held_elsewhere(const struct barrierd *b, int fd)
+{
+	for (int i = 0; i < BD_DIRECT_SETS; i++) {
+		const struct bd_direct *o = b->direct_sets[i];
+
+		for (unsigned j = 0; o && j < o->nfds; j++)
+			if (o->fds[j] == fd)
+				return true;
+	}
+	return false;
+}
+
+void bd_direct_release(const struct barrierd *b, struct bd_direct *d)
 {
 	/*
 	 * The mapping first, the links last: no load of these slots happens after the links
 	 * that keep them live are gone (no read section holds the set, lib/direct_sets.c).  A
 	 * number is closed only while it still holds what we received there: a forked child
-	 * that closed its inherited descriptors may have had the numbers reused since (by its
-	 * own set, or by anything of the application's).
+	 * that closed its inherited descriptors may have had the numbers reused since, by
+	 * anything of the application's, or by another set of this handle, whose map and link
+	 * have the very same identity when the same daemon sent both: such a number is that
+	 * set's to close.
 	 */
 	munmap((void *)d->slots, d->len);
 	for (unsigned j = 0; j < d->nfds; j++)
-		close_if_ours(d->fds[j], d->ids[j]);
+		if (!held_elsewhere(b, d->fds[j]))
+			close_if_ours(d->fds[j], d->ids[j]);
 	free(d);
 }
 

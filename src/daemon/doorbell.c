@@ -107,10 +107,12 @@ static void *doorbell_main(void *arg)
 			    "no more rings");
 			break;
 		}
-		/* A signal: the stop, or the main loop's, which serves the lost rings itself. */
-		if (r != 0 && errno == EINTR)
-			continue;
-		if (r != 0 && errno != ETIMEDOUT) {
+		/*
+		 * A signal that is not the stop (checked above) is the main loop's: the thread
+		 * was moved off its word, and a ring may have been lost since the tick that saw
+		 * it (EINTR is served as a ring below, with this moment's time).
+		 */
+		if (r != 0 && errno != ETIMEDOUT && errno != EINTR) {
 			/*
 			 * EAGAIN: the word is not 0, which only a foreign (root) writer does.  Not
 			 * a ring; and FUTEX_WAIT would return at once, forever.  The main loop's
@@ -123,9 +125,9 @@ static void *doorbell_main(void *arg)
 			continue;
 		}
 		/*
-		 * A ring (0), or an expiry (ETIMEDOUT), after which a ring may have been lost
-		 * whatever waits on the word now: served as a ring, a request to look, never
-		 * evidence.  Only rings are counted (statistics: relaxed).
+		 * A ring (0), an expiry (ETIMEDOUT) or the tick's signal (EINTR), after which a
+		 * ring may have been lost whatever waits on the word now: served as a ring, a
+		 * request to look, never evidence.  Only rings are counted (statistics: relaxed).
 		 */
 		if (r == 0)
 			__atomic_fetch_add(&d->heard, 1, __ATOMIC_RELAXED);

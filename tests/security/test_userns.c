@@ -30,6 +30,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <limits.h>
 #include <linux/bpf.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -228,15 +229,22 @@ static void fetch_set(const char *state, struct set *out)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct barrierd_anchor_msg am;
-	int s, fds[8];
+	const char *base = strrchr(state, '/');
+	char dir[PATH_MAX];
+	int s, dfd, fds[8];
 
-	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%.60s%s", state,
-		     BARRIERD_SLOTS_SOCKET_SUFFIX) >= (int)sizeof(sa.sun_path) ||
-	    strlen(state) > 60)
-		fail_msg("state path too long for sun_path: %s", state);
+	/* Through the directory's descriptor: a build tree's path may not fit in sun_path. */
+	assert_non_null(base);
+	snprintf(dir, sizeof(dir), "%.*s", (int)(base - state), state);
+	dfd = open(dir[0] ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s%s", dfd, base + 1,
+		     BARRIERD_SLOTS_SOCKET_SUFFIX) >= (int)sizeof(sa.sun_path))
+		fail_msg("state file name too long for sun_path: %s", state);
 	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	assert_true(s >= 0);
 	assert_int_equal(connect(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(dfd);
 	assert_int_equal(recv_fds(s, &out->m, sizeof(out->m), fds, 8), 2);
 	out->map = fds[0];
 	out->link = fds[1];
@@ -339,10 +347,30 @@ static void copy_file(const char *from, const char *to)
 
 static char fake_sock[340];
 
+/*
+ * A directory of root's under /tmp, mode 0755, for a socket a test binds by its path: the
+ * harness's directory, in a build tree, may be too deep for sun_path (108 bytes).
+ */
+static char short_parent[64];
+
+static void short_dir(char *out, size_t len, const char *name)
+{
+	assert_int_equal(test_mkdtemp(short_parent, sizeof(short_parent), "/tmp"), 0);
+	assert_int_equal(chmod(short_parent, 0755), 0);
+	snprintf(out, len, "%s/%s", short_parent, name);
+}
+
+static void short_dir_end(void)
+{
+	if (short_parent[0])
+		rmdir(short_parent);
+	short_parent[0] = 0;
+}
+
 /* The fake server's directory, nobody's. */
 static void fake_begin(void)
 {
-	snprintf(fake_dir, sizeof(fake_dir), "%s/fake", H.dir);
+	short_dir(fake_dir, sizeof(fake_dir), "fake");
 	snprintf(fake_state, sizeof(fake_state), "%s/state", fake_dir);
 	snprintf(fake_sock, sizeof(fake_sock), "%s%s", fake_state, BARRIERD_SLOTS_SOCKET_SUFFIX);
 	assert_int_equal(mkdir(fake_dir, 0755), 0);
@@ -354,6 +382,7 @@ static void fake_end(void)
 	unlink(fake_state);
 	unlink(fake_sock);
 	rmdir(fake_dir);
+	short_dir_end();
 }
 
 /* A fake server relays r; a client in a user namespace opens: accepted or refused as r says. */
@@ -580,7 +609,7 @@ static void host_nobody_file_refused(void **state)
 	int lfd, c;
 
 	(void)state;
-	snprintf(dir, sizeof(dir), "%s/host", H.dir);
+	short_dir(dir, sizeof(dir), "host");
 	snprintf(file, sizeof(file), "%s/state", dir);
 	if (strlen(file) > 60)
 		fail_msg("state path too long for sun_path: %s", file);
@@ -603,6 +632,7 @@ static void host_nobody_file_refused(void **state)
 	unlink(sa.sun_path);
 	unlink(file);
 	rmdir(dir);
+	short_dir_end();
 }
 
 static int setup_running(void **state)
