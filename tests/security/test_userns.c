@@ -38,6 +38,7 @@
 #include <sys/statvfs.h>
 #include <sys/un.h>
 
+#include "bd_scm.h"
 #include "harness.h"
 
 #define UNMAPPED_UID 12345 /* an owner no namespace of the test maps */
@@ -202,27 +203,12 @@ struct set {
 	int map, link, aprog, amap;
 };
 
-static int recv_fds(int s, void *rec, size_t len, int *fds, int max)
+/* One record and its descriptors (bd_scm_recv): how many came, or -1 for a short record. */
+static int recv_fds(int s, void *rec, size_t len, int *fds, unsigned max)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * 8)];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {rec, len};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf)};
-	ssize_t r = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
-	int n = 0;
+	unsigned n;
 
-	if (r != (ssize_t)len)
-		return -1;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++)
-			if (n < max)
-				memcpy(&fds[n++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-	return n;
+	return bd_scm_recv(s, rec, len, fds, max, &n) == (ssize_t)len ? (int)n : -1;
 }
 
 static void fetch_set(const char *state, struct set *out)
