@@ -149,6 +149,21 @@ int bd_owner_trusted(uid_t owner, uid_t trusted_uid, int trusted_uid_set)
 	return owner_ok(owner, trusted_uid, trusted_uid_set);
 }
 
+/*
+ * Open the file base in dfd, which this closes: never through a symlink (-EPERM), never
+ * blocking (a FIFO planted at the path would hang the open).  The fd, or -errno.
+ */
+static int open_leaf(int dfd, const char *base)
+{
+	int fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	int err = errno;
+
+	close(dfd);
+	if (fd < 0)
+		return err == ELOOP ? -EPERM : -err;
+	return fd;
+}
+
 int bd_open_trusted(const char *path, uid_t trusted_uid, int trusted_uid_set, int *fd_out)
 {
 	const char *base;
@@ -158,14 +173,10 @@ int bd_open_trusted(const char *path, uid_t trusted_uid, int trusted_uid_set, in
 	ret = bd_open_trusted_dir(path, trusted_uid, trusted_uid_set, &dfd, &base);
 	if (ret)
 		return ret;
-	/*
-	 * The file itself: never through a symlink, never blocking (a FIFO planted at the path
-	 * would hang the open), and checked on the open descriptor, not the name.
-	 */
-	fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	close(dfd);
+	/* The file itself, checked on the open descriptor, not the name. */
+	fd = open_leaf(dfd, base);
 	if (fd < 0)
-		return errno == ELOOP ? -EPERM : -errno;
+		return fd;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
 	    !owner_ok(st.st_uid, trusted_uid, trusted_uid_set) ||
 	    (st.st_mode & (S_IWGRP | S_IWOTH))) {
@@ -232,11 +243,9 @@ int bd_open_relayed(const char *path, int *fd_out)
 	ret = bd_open_dir(path, &dfd, &base);
 	if (ret)
 		return ret;
-	/* As bd_open_trusted: no symlink, no FIFO to hang on. */
-	fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	close(dfd);
+	fd = open_leaf(dfd, base);
 	if (fd < 0)
-		return errno == ELOOP ? -EPERM : -errno;
+		return fd;
 	/*
 	 * Only an owner our user namespace cannot name (the daemon's root, unmapped): any other
 	 * refusal of the walk stands as it was, and the file still proves nothing until the

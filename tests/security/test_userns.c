@@ -250,28 +250,6 @@ struct relay {
 	bool accepted;
 };
 
-static int send_fds(int c, const void *rec, size_t len, const int *fds, int n)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * 4)];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {(void *)rec, len};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = u.buf,
-			    .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n)};
-	struct cmsghdr *cm;
-
-	memset(u.buf, 0, sizeof(u.buf));
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
-	memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)n);
-	return sendmsg(c, &mh, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
-}
-
 static char fake_dir[300], fake_state[320];
 static const struct relay *cur;
 
@@ -299,9 +277,9 @@ static int fake_server_main(void *arg)
 
 		if (c < 0)
 			continue;
-		send_fds(c, cur->m, sizeof(*cur->m), set, 2);
+		bd_scm_send(c, cur->m, sizeof(*cur->m), set, 2);
 		if (cur->amap >= 0)
-			send_fds(c, &am, sizeof(am), an, 2);
+			bd_scm_send(c, &am, sizeof(am), an, 2);
 		close(c);
 	}
 }
