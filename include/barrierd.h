@@ -40,19 +40,19 @@ extern "C" {
 #define BARRIERD_FLAG_RUNNING (1ULL << 0) /* a daemon owns the file and publishes */
 #define BARRIERD_FLAG_STOPPED (1ULL << 1) /* no daemon publishes: values only age */
 /*
- * Busy CPUs' events reach the daemon as they come (the watermark is armed).  When clear, the
- * daemon publishes only at its heartbeat, and a waiter must ring the doorbell to be served.
+ * Never set by this daemon: the served word (ext.served_ns) says when a waiter need not ring.
+ * Kept so that readers built against it compile; a reader that tests it finds it clear.
  */
 #define BARRIERD_FLAG_ARMED (1ULL << 2)
 /* header.flags, feature bits (readers ignore unknown ones). */
 #define BARRIERD_FEAT_EXTENSION (1ULL << 16) /* ext_offset points at struct barrierd_ext */
 #define BARRIERD_FEAT_DOORBELL (1ULL << 17)  /* a daemon thread waits on header.doorbell */
 /*
- * ABI 1.1: ext.horizon_ns is published.  While ARMED is clear, a waiter whose stamp is at or
- * below it need not ring for busy CPUs: each of them signals the daemon at its first event
- * past the horizon.  Readers that do not know it ring whenever ARMED is clear, and are served.
+ * ext.served_ns is published: a waiter whose ns stamp is at or below it need not ring; one above
+ * it rings (docs/PROTOCOL.md §6.8).  Readers that do not know it ring whenever a CPU holds them
+ * back, and are served.
  */
-#define BARRIERD_FEAT_HORIZON (1ULL << 18)
+#define BARRIERD_FEAT_SERVED (1ULL << 18)
 /*
  * ABI 1.2: one uint64_t of BARRIERD_CPUF_* per CPU follows the extension's per-CPU entries, at
  * barrierd_cpu_flags_offset(ncpu), within ext_size.  Written at the daemon's start; what the
@@ -186,12 +186,13 @@ struct barrierd_ext {
 	uint64_t stop_ns;
 	uint64_t stop_vtime;
 	/*
-	 * ABI 1.1 (BARRIERD_FEAT_HORIZON): the latest demand the daemon serves, a CLOCK_MONOTONIC
-	 * time no later than a ring it heard.  Every CPU whose value is at or below it signals
-	 * the daemon at its first event past it.  Only grows while the daemon runs; a hint for
+	 * BARRIERD_FEAT_SERVED: "served up to", a CLOCK_MONOTONIC time.  The daemon serves every ns
+	 * wait whose stamp is at or below it without another ring: each CPU whose value is at or
+	 * below it either signals the daemon at its next event (and is nudged if it stays silent)
+	 * or is credited by a pass already asked for.  Only grows while the daemon runs; a hint for
 	 * when to ring, never evidence.
 	 */
-	uint64_t horizon_ns;
+	uint64_t served_ns;
 	/* ABI 1.2: nudges sent (docs/DESIGN.md, "Nudges"), since the file was laid out. */
 	uint64_t nudges;
 	uint64_t reserved[5];
@@ -213,7 +214,7 @@ BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_ext, credit_passes) == 40, "abi"
 BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_ext, doorbell_rings) == 48, "abi");
 BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_ext, stop_ns) == 56, "abi");
 BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_ext, stop_vtime) == 64, "abi");
-BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_ext, horizon_ns) == 72, "abi");
+BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_ext, served_ns) == 72, "abi");
 BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_ext, nudges) == 80, "abi");
 BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_ext, cpu) == 128, "abi");
 BARRIERD_STATIC_ASSERT(sizeof(struct barrierd_ext) == 128, "abi");

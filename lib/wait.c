@@ -169,7 +169,7 @@ static enum ring_decision need_ring(const struct barrierd *b, const struct targe
 	if (!x || !(flags & BARRIERD_FEAT_DOORBELL))
 		return NO_RING;
 	/* Disarmed, before ABI 1.1: no CPU signals the daemon until someone rings. */
-	if (!(flags & (BARRIERD_FLAG_ARMED | BARRIERD_FEAT_HORIZON)))
+	if (!(flags & (BARRIERD_FLAG_ARMED | BARRIERD_FEAT_SERVED)))
 		return RING;
 	/*
 	 * CPUs the slots credit count here too: the sleep below watches the file's words, which
@@ -186,7 +186,7 @@ static enum ring_decision need_ring(const struct barrierd *b, const struct targe
 		return NO_RING;
 	if (flags & BARRIERD_FLAG_ARMED)
 		return NO_RING_ARMED;
-	if (t->kind != T_VTIME && t->value <= bd_load(&x->horizon_ns))
+	if (t->kind != T_VTIME && t->value <= bd_load(&x->served_ns))
 		return NO_RING_HORIZON;
 	return RING;
 }
@@ -208,7 +208,7 @@ static int fallback(const struct barrierd *b, const struct target *t)
  * (DESIGN §4.5): a wait slower than that from a ring to its sleep would go unserved on a
  * tickless CPU until its deadline.  So ring once no ring has raised the horizon for
  * REPEAT_RING_NS, ours (rang_at: this wait's last ring that was heard, 0 before one) or
- * anyone's (horizon_ns is the time of a ring, or of a following pass): a newer horizon's looks
+ * anyone's (served_ns is the time of a ring, or of a following pass): a newer horizon's looks
  * count us, asleep by then, so waiters together ring about once per REPEAT_RING_NS.  Not from the
  * wait's start: a caller that retries short waits would never get there.  And only when a lagging
  * CPU has a nudge thread: nothing else a ring does makes a busy CPU signal sooner (nudges off, a
@@ -218,7 +218,7 @@ static int fallback(const struct barrierd *b, const struct target *t)
 static bool repeat_ring(const struct barrierd *b, const struct target *t, uint64_t now,
 			uint64_t rang_at)
 {
-	uint64_t h = bd_load(&bd_ext(b)->horizon_ns), last = h > rang_at ? h : rang_at;
+	uint64_t h = bd_load(&bd_ext(b)->served_ns), last = h > rang_at ? h : rang_at;
 	uint64_t lagging, nudged;
 
 	if (now < last || now - last < (uint64_t)REPEAT_RING_NS)
@@ -600,7 +600,7 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 			 * the old one and is then that CPU's last signal (docs/DESIGN.md §7).  Ring
 			 * again soon, not after a whole slice.
 			 */
-			if (t->kind == T_VTIME && (flags & BARRIERD_FEAT_HORIZON))
+			if (t->kind == T_VTIME && (flags & BARRIERD_FEAT_SERVED))
 				slice = VTIME_RING_SLICE_NS;
 		}
 		ret = ns_check(b, t, &ns_checked);

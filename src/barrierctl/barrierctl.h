@@ -97,7 +97,7 @@ struct bctl_snapshot {
 	uint8_t boot_id[16];
 	bool has_ext;
 	uint64_t last_advance_ns, last_advance_cause, passes, credit_passes, doorbell_rings;
-	uint64_t horizon_ns;  /* 0: none published (ABI 1.0, or no ring yet) */
+	uint64_t served_ns;   /* 0: none published (ABI 1.0, or no ring yet) */
 	uint64_t nudges;      /* ABI 1.2; 0 before */
 	bool has_cpu_flags;   /* ABI 1.2: BARRIERD_FEAT_CPU_FLAGS, within the mapping */
 	struct bctl_cpu *cpu; /* ncpu entries */

@@ -177,8 +177,8 @@ int bctl_snapshot_take(struct barrierd *b, const char *path, struct bctl_snapsho
 		s->passes = bd_load(&x->passes);
 		s->credit_passes = bd_load(&x->credit_passes);
 		s->doorbell_rings = bd_load(&x->doorbell_rings);
-		if (bd_load(&h->flags) & BARRIERD_FEAT_HORIZON)
-			s->horizon_ns = bd_load(&x->horizon_ns);
+		if (bd_load(&h->flags) & BARRIERD_FEAT_SERVED)
+			s->served_ns = bd_load(&x->served_ns);
 		s->nudges = bd_load(&x->nudges);
 	}
 	/*
@@ -414,12 +414,12 @@ void bctl_render_text(FILE *f, const struct bctl_snapshot *s, uint64_t threshold
 		fprintf(f,
 			"armed:        yes (following: a client that cannot ring waits, so every "
 			"CPU's next event reaches the daemon)\n");
-	else if (dh == BCTL_HEALTHY && s->horizon_ns)
+	else if (dh == BCTL_HEALTHY && s->served_ns)
 		fprintf(
 		    f,
 		    "armed:        no (busy CPUs signal once past the demand horizon, %.3f ms ago; "
 		    "a waiter rings to raise it)\n",
-		    bctl_ms(bctl_age(s, s->horizon_ns)));
+		    bctl_ms(bctl_age(s, s->served_ns)));
 	else if (dh == BCTL_HEALTHY)
 		fprintf(f, "armed:        no (busy CPUs are folded at heartbeats until a waiter "
 			   "rings)\n");

@@ -688,7 +688,7 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	{
 		uint64_t f = bd_load(&h->flags);
 		uint64_t run = BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION |
-			       BARRIERD_FEAT_DOORBELL | BARRIERD_FEAT_HORIZON |
+			       BARRIERD_FEAT_DOORBELL | BARRIERD_FEAT_SERVED |
 			       BARRIERD_FEAT_CPU_FLAGS | (d->pub.armed ? BARRIERD_FLAG_ARMED : 0) |
 			       (d->slots.started ? BARRIERD_FEAT_DIRECT : 0);
 

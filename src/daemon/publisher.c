@@ -288,7 +288,7 @@ static bool seal_holds(const struct publisher *p)
 	return bd_load(&x->ext_size) == p->sealed_ext[0] &&
 	       bd_load((const uint64_t *)&x->ext_header_size) == p->sealed_ext[1] &&
 	       bd_load(&x->stop_ns) == 0 && bd_load(&x->stop_vtime) == 0 &&
-	       bd_load(&x->horizon_ns) == p->horizon_pub &&
+	       bd_load(&x->served_ns) == p->horizon_pub &&
 	       bd_load(&p->sf->hdr->heartbeat_ns) == p->hb_last;
 }
 
@@ -520,7 +520,7 @@ static bool watermark_handshake(struct publisher *p)
 		}
 	}
 	if (p->horizon != p->horizon_pub) {
-		bd_store(&p->sf->ext->horizon_ns, p->horizon);
+		bd_store(&p->sf->ext->served_ns, p->horizon);
 		p->horizon_pub = p->horizon;
 	}
 	return moved;

@@ -45,7 +45,7 @@ struct publisher {
 	 * at or below it, else 0: each lagging CPU signals once, at its first event past it.
 	 */
 	uint64_t horizon;
-	uint64_t horizon_pub; /* what ext.horizon_ns holds */
+	uint64_t horizon_pub; /* what ext.served_ns holds */
 	bool armed;	      /* following: the horizon moves to the end of every pass */
 	long legacy;	      /* following: sleepers that cannot ring, counted in the latest pass */
 	uint64_t probe_next;  /* next per-CPU word to probe for waiters */
@@ -92,7 +92,7 @@ void publisher_set_armed(struct publisher *p, bool armed);
  * Raise the horizon to h (a ring's time, or the time sleepers were found), outside a pass:
  * check the file (a foreign writer's words are never overwritten), advance vtime (a vtime
  * waiter's next event must carry a newer one), run the watermark handshake, publish
- * ext.horizon_ns.  0, or -EBUSY (another writer: stop as a pass would).
+ * ext.served_ns.  0, or -EBUSY (another writer: stop as a pass would).
  */
 int publisher_raise(struct publisher *p, uint64_t h);
 

@@ -315,7 +315,7 @@ static void *bell_main(void *arg)
 		if (mode == FAKE_CREDIT_ARM)
 			bd_store(&d->h->flags, bd_load(&d->h->flags) | BARRIERD_FLAG_ARMED);
 		if (mode == FAKE_CREDIT_HORIZON)
-			bd_store(&d->x->horizon_ns, now);
+			bd_store(&d->x->served_ns, now);
 		for (uint64_t c = 0; c < d->ncpu; c++)
 			if (mode == FAKE_CREDIT_ARM || mode == FAKE_CREDIT_HORIZON ||
 			    bd_load(&d->x->cpu[c].state) != BARRIERD_CPU_BUSY)

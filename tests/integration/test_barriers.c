@@ -172,7 +172,7 @@ static void horizon_case(int pin, int rounds)
 	}
 	m = map_ro(H.state, &sz);
 	assert_non_null(m);
-	assert_true(bd_load(&m->flags) & BARRIERD_FEAT_HORIZON);
+	assert_true(bd_load(&m->flags) & BARRIERD_FEAT_SERVED);
 	x = (const void *)((const char *)m + bd_load(&m->ext_offset));
 	assert_int_equal(test_open_file_only(&b, H.state, NULL), 0);
 	p0 = bd_load(&x->passes);
@@ -197,7 +197,7 @@ static void horizon_case(int pin, int rounds)
 			fail_msg("barrier %d: the daemon follows, with no client that cannot ring",
 				 i);
 		}
-		covered += bd_load(&x->horizon_ns) >= t;
+		covered += bd_load(&x->served_ns) >= t;
 		/*
 		 * Under the doorbell's rate (1000 rings a second): rings beyond it start following
 		 * (DESIGN §4.4), which this test must not rely on.  Some gaps longer, for variety.

@@ -675,7 +675,7 @@ static void foreign_write_to_owned_words(void **state)
 {
 	uint64_t ncpu = test_possible_cpus();
 	const char *what[] = {"heartbeat_period_ns", "stop_ns",	   "ncpu",    "generation",
-			      "vtime, then a ring",  "horizon_ns", "doorbell"};
+			      "vtime, then a ring",  "served_ns", "doorbell"};
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(what) / sizeof(what[0]); i++) {
@@ -696,7 +696,7 @@ static void foreign_write_to_owned_words(void **state)
 		else if (i == 3)
 			bd_store(&w->generation, bd_load(&w->generation) + 1);
 		else if (i == 5)
-			bd_store(&test_ext_of(w, ncpu)->horizon_ns, 1ULL << 62);
+			bd_store(&test_ext_of(w, ncpu)->served_ns, 1ULL << 62);
 		else if (i == 6)
 			bd_store(&w->doorbell,
 				 1); /* its FUTEX_WAIT would return at once, forever */

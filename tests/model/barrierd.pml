@@ -51,7 +51,7 @@
 #define L_FLAGS 14   /* header.flags: RUNNING, STOPPED */
 #define L_STOP_NS 15 /* ext.stop_ns */
 #define L_GEN 16     /* header.generation */
-#define L_HORIZON 17 /* ext.horizon_ns */
+#define L_HORIZON 17 /* ext.served_ns */
 #define NLOC 18
 
 #include "tso.pml"

@@ -15,7 +15,7 @@
  * daemon's thread parked on a private word, waiters of the attacker's kept on the doorbell word
  * (so that no tick finds the thread moved) and taken off it around each expected end of the
  * thread's wait (so that the expiry finds nobody on the word); rings of the test's, taken by
- * those waiters, are still served (horizon_ns passes them) within the guard.  Times are hang
+ * those waiters, are still served (served_ns passes them) within the guard.  Times are hang
  * guards only, in seconds.  `--long`: the
  * loops last 30 s, with 5 stops and restarts under each (label security-long).
  */
@@ -608,7 +608,7 @@ static void lock_pi_efault(void **state)
 }
 
 /*
- * Rings lost to the evasion (taken by its decoys, or by nobody) are served: horizon_ns passes
+ * Rings lost to the evasion (taken by its decoys, or by nobody) are served: served_ns passes
  * each ring's time within the guard.
  */
 static void evade_expiry_served(void **state)
@@ -635,11 +635,11 @@ static void evade_expiry_served(void **state)
 		uint64_t t = bd_mono_ns(), end = t + 2 * TEST_SEC;
 		long woke = test_futex_wake(&m->doorbell);
 
-		while (bd_load(&x->horizon_ns) < t && bd_mono_ns() < end)
+		while (bd_load(&x->served_ns) < t && bd_mono_ns() < end)
 			test_sleep_ms(5);
 		printf("ring %d (woke %ld): served after %.0f ms\n", i, woke,
-		       bd_load(&x->horizon_ns) < t ? -1.0 : (double)(bd_mono_ns() - t) / 1e6);
-		assert_true(bd_load(&x->horizon_ns) >= t);
+		       bd_load(&x->served_ns) < t ? -1.0 : (double)(bd_mono_ns() - t) / 1e6);
+		assert_true(bd_load(&x->served_ns) >= t);
 		test_sleep_ms(100 + 100 * i);
 	}
 	kill(pid, SIGKILL);

@@ -463,7 +463,7 @@ static void rings_when_disarmed(void **state)
 }
 
 /* ABI 1.1 (docs/PROTOCOL.md §6.8): a daemon that publishes its horizon, disarmed. */
-#define HORIZON_FLAGS (BARRIERD_FLAG_RUNNING | FEATS | BARRIERD_FEAT_HORIZON)
+#define HORIZON_FLAGS (BARRIERD_FLAG_RUNNING | FEATS | BARRIERD_FEAT_SERVED)
 
 /*
  * A busy CPU lags, the horizon is at the stamp: that CPU signals by itself, no ring (an ABI 1.1
@@ -476,7 +476,7 @@ static void no_ring_when_horizon_covers(void **state)
 
 	fake_credit(&f->s, 1, s + 1);
 	bd_store(&f->s.h->flags, HORIZON_FLAGS);
-	bd_store(&f->s.x->horizon_ns, s);
+	bd_store(&f->s.x->served_ns, s);
 	no_ring_case(f, s, 200 * TEST_MS);
 }
 
@@ -490,7 +490,7 @@ static void covered(struct fx *f, uint64_t s, bool nudged)
 	fake_credit(&f->s, 1, s + 1);
 	bd_store(&f->s.h->flags, NUDGE_FLAGS);
 	set_nudged(f, nudged);
-	bd_store(&f->s.x->horizon_ns, s);
+	bd_store(&f->s.x->served_ns, s);
 }
 
 /*
@@ -508,7 +508,7 @@ static void rings_again_when_horizon_covers(void **state)
 	assert_int_equal(barrierd_wait(f->b, s, TEST_HANG_GUARD_NS), 0);
 	fake_stop_doorbell(&f->s);
 	assert_true(fake_rings(&f->s) >= 1);
-	assert_true(bd_load(&f->s.x->horizon_ns) > s);
+	assert_true(bd_load(&f->s.x->served_ns) > s);
 }
 
 /*
@@ -565,13 +565,13 @@ static void rings_when_horizon_below(void **state)
 
 	fake_credit(&f->s, 1, s + 1);
 	bd_store(&f->s.h->flags, HORIZON_FLAGS);
-	bd_store(&f->s.x->horizon_ns, s - 1);
+	bd_store(&f->s.x->served_ns, s - 1);
 	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_HORIZON), 0);
 	assert_int_equal(barrierd_wait(f->b, s, TEST_HANG_GUARD_NS), 0);
 	fake_stop_doorbell(&f->s);
 	assert_true(fake_rings(&f->s) >= 1);
 	assert_false(bd_load(&f->s.h->flags) & BARRIERD_FLAG_ARMED);
-	assert_true(bd_load(&f->s.x->horizon_ns) > s);
+	assert_true(bd_load(&f->s.x->served_ns) > s);
 }
 
 /* A vtime wait rings for a busy CPU whatever the horizon: it is a time, not a vtime. */
@@ -581,7 +581,7 @@ static void vtime_rings_past_horizon(void **state)
 	uint64_t v = barrierd_stamp_vtime(f->b);
 
 	bd_store(&f->s.h->flags, HORIZON_FLAGS);
-	bd_store(&f->s.x->horizon_ns, UINT64_MAX);
+	bd_store(&f->s.x->served_ns, UINT64_MAX);
 	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_HORIZON), 0);
 	assert_int_equal(barrierd_wait_vtime(f->b, v, TEST_HANG_GUARD_NS), 0);
 	fake_stop_doorbell(&f->s);
@@ -615,7 +615,7 @@ static void sleeper_is_marked(void **state)
 
 	fake_credit(&f->s, 1, s + 1);
 	bd_store(&f->s.h->flags, HORIZON_FLAGS);
-	bd_store(&f->s.x->horizon_ns, s);
+	bd_store(&f->s.x->served_ns, s);
 	assert_int_equal(pthread_create(&th, NULL, count_marked, f), 0);
 	assert_int_equal(barrierd_wait(f->b, s, 300 * TEST_MS), -ETIMEDOUT);
 	assert_int_equal(pthread_join(th, &n), 0);

@@ -87,12 +87,12 @@ abi_consts! {
     /// assert_eq!(barrierd_sys::BARRIERD_FEAT_DOORBELL, 1 << 17);
     /// ```
     BARRIERD_FEAT_DOORBELL: u64 = 1 << 17;
-    /// Feature (ABI 1.1): ext.horizon_ns is published.
+    /// Feature (ABI 1.1): ext.served_ns is published.
     ///
     /// ```
-    /// assert_eq!(barrierd_sys::BARRIERD_FEAT_HORIZON, 1 << 18);
+    /// assert_eq!(barrierd_sys::BARRIERD_FEAT_SERVED, 1 << 18);
     /// ```
-    BARRIERD_FEAT_HORIZON: u64 = 1 << 18;
+    BARRIERD_FEAT_SERVED: u64 = 1 << 18;
     /// Feature (ABI 1.2): per-CPU flags follow the extension.
     ///
     /// ```

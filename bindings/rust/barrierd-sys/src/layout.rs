@@ -113,7 +113,7 @@ pub struct barrierd_ext {
     /// The global vtime when the daemon last stopped.
     pub stop_vtime: u64,
     /// ABI 1.1: the latest demand the daemon serves.
-    pub horizon_ns: u64,
+    pub served_ns: u64,
     /// ABI 1.2: nudges sent.
     pub nudges: u64,
     /// Zero.

@@ -87,7 +87,7 @@ fn layouts() -> Vec<Layout> {
             doorbell_rings,
             stop_ns,
             stop_vtime,
-            horizon_ns,
+            served_ns,
             nudges,
             reserved,
             cpu
