@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# What one unprivileged user can make the daemon spend (docs/DESIGN.md §6, PERFORMANCE.md
+# What one unprivileged user can make the daemon spend (docs/THREAT-MODEL.md §5, PERFORMANCE.md
 # "Following under attack"): a private daemon, and bench_follow run as user nobody with
 #
 #   idle       nothing (the daemon's floor)

@@ -19,7 +19,7 @@
  * slot.idle: an absolute state, never a counter (DESIGN rule 2), exchanged on every traced
  * switch.  UNKNOWN until the CPU's first traced switch since the programs were attached, except
  * for CPUs offline at the daemon's start, which the daemon moved from UNKNOWN to IDLE before
- * freezing the map (DESIGN §3.13).  Only IDLE is evidence.
+ * freezing the map (CLIENT-EVIDENCE.md §6).  Only IDLE is evidence.
  */
 #define BARRIERD_SLOT_UNKNOWN 0
 #define BARRIERD_SLOT_IDLE 1

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Direct evidence: crediting CPUs from the BPF slots themselves (docs/DESIGN.md rule 11,
- * §3.13).  The handle holds the frozen slots map and every program link (lib/slots_fetch.c),
+ * Direct evidence: crediting CPUs from the BPF slots themselves (docs/CLIENT-EVIDENCE.md,
+ * rule 11).  The handle holds the frozen slots map and every program link (lib/slots_fetch.c),
  * so the programs stay attached, and the idle words live, for as long as it can load them
  * (lib/direct_sets.c: a set is released only once no read section holds it).
  */
@@ -173,7 +173,7 @@ static int passed_by(const struct barrierd *b, const struct bd_direct *d, uint64
 			*clock_only = stamped == 0;
 		return 1;
 	}
-	/* Each source is valid alone (DESIGN §3.13): the rest may pass by what was published. */
+	/* Each source is valid alone (CLIENT-EVIDENCE §8): the rest may pass by the file. */
 	if ((clock_only || set) && bd_trusted(b, &b->hdr->last_interrupt_ns, 0) > T)
 		return 1;
 	for (size_t w = 0; w < words; w++)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The lifetime of a handle's slot sets (docs/DESIGN.md §3.13): a set of a daemon that is gone
+ * The lifetime of a handle's slot sets (CLIENT-EVIDENCE.md §9): a set of a daemon that is gone
  * is dropped, its mapping unmapped and its link closed, once no call can still load from it.
  * The library has no thread: the calls themselves drop what is gone, at their first entry
  * after the daemon changed, and barrierd_close() drops the rest.

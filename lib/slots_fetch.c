@@ -14,7 +14,7 @@
  * owner is unmapped (bd_open_relayed) cannot judge owners or peers at all and takes only
  * anchored sets.  A memfd or a writable map handed over by anyone else fails those checks.  Holding
  * the links is what keeps the programs attached, and so the idle words live, for as long as the
- * slots can be read (DESIGN §3.13).
+ * slots can be read (CLIENT-EVIDENCE §2).
  */
 #include "internal.h"
 #include "bd_scm.h"

@@ -466,8 +466,8 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 	if (t->kind == T_VTIME)
 		bd_direct_tidy(b);
 	/*
-	 * barrierd_barrier()'s stamp passed by idle and own-CPU credit alone (DESIGN §3.13): both
-	 * clock readings were taken in this call, in one time namespace (setns() needs a
+	 * barrierd_barrier()'s stamp passed by idle and own-CPU credit alone (CLIENT-EVIDENCE §10):
+	 * both clock readings were taken in this call, in one time namespace (setns() needs a
 	 * single-threaded process: it cannot move us between them), with the same offset, so a
 	 * move before the call cannot make r > T untrue; no move check (a stat()) is needed.
 	 */

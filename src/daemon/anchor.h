@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The anchor (docs/PROTOCOL.md §6.12, docs/DESIGN.md §6): this run's identity, written into the
+ * The anchor (PROTOCOL.md §6.12, THREAT-MODEL.md §7): this run's identity, written into the
  * frozen .rodata of a program only a privileged loader can load, and handed to clients beside
  * the slots.  It is what a client that cannot trust the state file's owner (a user namespace
  * where root is unmapped) checks the file and the slots against.

@@ -51,7 +51,7 @@
 #define FOLD_RATE 5000
 #define FOLD_BURST 64
 /*
- * The follow gate: what one user can make the daemon spend (docs/DESIGN.md §6).  Following,
+ * The follow gate: what one user can make the daemon spend (docs/THREAT-MODEL.md §5).  Following,
  * every CPU's first event after a pass signals (§4.4), so the pass rate is whatever rate of
  * events anyone makes: four unmarked sleepers, woken by every pass, alone kept a 2-CPU
  * machine's daemon at ~4500 passes and ~26 % of a CPU a second.  So while following, a pass of
@@ -411,7 +411,7 @@ static int add_fd(int epfd, int fd, uint64_t tag)
 static void publish_cpu_flags(struct daemon *d);
 
 /*
- * DESIGN §3.13 and rule 11: every program is attached.  Idle-credit the CPUs offline now
+ * CLIENT-EVIDENCE §6, rule 11: every program is attached.  Idle-credit the CPUs offline now
  * (their words are UNKNOWN: they never switched since the attach), freeze the slots and map
  * them read-only, then offer them on the slot socket.  Only a failure to map the slots again
  * is fatal; without the freeze or the socket, clients use the file alone.
@@ -944,7 +944,7 @@ static int on_tick(struct daemon *d, bool *beat)
 	if (d->nudge_want)
 		refresh_nudge_flags(d);
 	/*
-	 * Any user can move the doorbell thread off its word (DESIGN §6): every ring since went
+	 * Anyone can move the doorbell thread off its word (THREAT-MODEL §4): every ring since went
 	 * unheard.  Found here, within a tick; the thread is signalled back, and the rings it
 	 * missed, all rung before now, are served as one.
 	 */

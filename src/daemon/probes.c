@@ -181,7 +181,7 @@ int probes_freeze(struct probes *b, const uint8_t *online)
 	void *ro;
 
 	/*
-	 * DESIGN §3.13: a CPU offline now has never switched since the programs were attached
+	 * CLIENT-EVIDENCE §6: a CPU offline now has never switched since the programs were attached
 	 * (its word is UNKNOWN).  Its first switch to a task, traced since its online bit is set
 	 * before it runs any, will exchange BUSY after this compare-and-swap in the word's order;
 	 * a CPU that came up and switched since the caller's mask read exchanged IDLE or BUSY
@@ -217,7 +217,7 @@ int probes_share_fds(const struct probes *b, int *fds, size_t max)
 {
 	/*
 	 * The map and the sched_switch link (links[0]) only: that link is what keeps the idle
-	 * words live (DESIGN §3.13); a stamp stays evidence in a slot nobody updates, so the
+	 * words live (CLIENT-EVIDENCE §2); a stamp stays evidence in a slot nobody updates, so the
 	 * evidence links are not handed out, and a client keeps no more of the tracer than the
 	 * idle exchange.  Two descriptors (and the anchor's two) bound what a reply holds in
 	 * flight.

@@ -56,7 +56,7 @@ int probes_attach(struct probes *b, const struct resolved_tp *tps, size_t n, cha
 /*
  * After every program is attached and `online` was read (after an MFENCE that followed the
  * attach; NULL if it could not be): idle-credit the CPUs offline now (UNKNOWN to IDLE, DESIGN
- * §3.13), freeze the slots map and map it read-only in place of the writable mapping.  0;
+ * rule 2), freeze the slots map and map it read-only in place of the writable mapping.  0;
  * the freeze's -errno (the slots are then read-only here but not handed out); or mmap's
  * -errno, with no mapping left (fatal).
  */

@@ -172,7 +172,7 @@ static int setns_child(const char *offs)
 
 	/*
 	 * The file's path: a barrier that the slots pass by idle and own-CPU credit alone
-	 * needs no move check (DESIGN §3.13), and would not notice the move here.
+	 * needs no move check (CLIENT-EVIDENCE §10), and would not notice the move here.
 	 */
 	if (test_open_file_only(&b, H.state, NULL))
 		return 10;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Direct evidence (DESIGN rule 11, §3.13) against the real daemon: what the library credits
+ * Direct evidence (CLIENT-EVIDENCE.md) against the real daemon: what the library credits
  * from the slots it was handed, seen through barrierd_set_credit_observer().
  *
  * Every test runs on a private state path in a temporary directory (never /run/barrierd), with
@@ -310,7 +310,7 @@ static void count_kinds(void *arg, uint64_t T, unsigned cpu, int kind, uint64_t 
 }
 
 /*
- * DESIGN §3.13, offline CPUs: a CPU offline when the daemon starts has never switched since
+ * CLIENT-EVIDENCE §6, offline CPUs: a CPU offline when the daemon starts has never switched since
  * the attach (its idle word UNKNOWN), and the daemon swaps it to IDLE before it freezes the
  * slots, so clients credit it without asking anyone (VMs with more possible than online CPUs).
  * Once it comes up, its first switch to a task exchanges BUSY: a spinner there is never

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * What one user can make the daemon spend (docs/DESIGN.md §6, "What one user can make the
+ * What one user can make the daemon spend (docs/THREAT-MODEL.md §5, "What one user can make the
  * daemon spend").  A forked child drops to nobody and, for the attack's length, combines:
  * four threads asleep unmarked on the global word (the daemon takes them for clients that
  * cannot ring and follows), two pipe ping-pong pairs (a switch per bounce, each one an event a

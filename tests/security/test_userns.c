@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Clients in user namespaces (docs/PROTOCOL.md §6.1, §6.12; DESIGN §6): nobody, in its own
+ * Clients in user namespaces (docs/PROTOCOL.md §6.1, §6.12; THREAT-MODEL §7): nobody, in its own
  * user, pid and mount namespaces (root unmapped there, as `unshare -Urpm --mount-proc` makes
  * them), with the state directory bind-mounted read-only.
  *
