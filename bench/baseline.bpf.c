@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * Baseline programs for the BPF cost comparison (bench/run.sh, docs/PERFORMANCE.md section 6):
+ * Baseline programs for the BPF cost comparison (bench/run.sh, docs/PERFORMANCE.md §7):
  * what the cheapest useful evidence program costs on the same tracepoint.
  *   baseline_stamp  stores bpf_ktime_get_ns() into this CPU's slot (a plain store): the
  *                   program the daemon's ones are compared with (target: within 25 %);

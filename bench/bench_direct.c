@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * bench_direct: issue 17's measurements that barrierctl bench cannot make (bench/run.sh
- * section 13; docs/PERFORMANCE.md §16).
+ * section 13; docs/PERFORMANCE.md §10).
  *
  *   bench_direct calls STATE_PATH METHOD N GAP_MS
  *        METHOD: direct (barrierd_barrier() on the default handle, which must credit from

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * bench_ec: barrierd's event counts (barrierd_ec.h) against Concurrency Kit's ck_ec64, single
- * and multiple producer (bench/run.sh section 14; docs/PERFORMANCE.md §17).  ck_ec runs on a
+ * and multiple producer (bench/run.sh section 14; docs/PERFORMANCE.md §11).  ck_ec runs on a
  * ck_ec_ops of ours: CLOCK_MONOTONIC, FUTEX_WAIT_BITSET_PRIVATE to its absolute deadline (plain
  * FUTEX_WAIT_PRIVATE with none) and FUTEX_WAKE_PRIVATE of everyone, its other fields at 0 (its
  * defaults: 100 spins, backoff 2 ms x8 until a second has passed, then no deadline).  Kinds:

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * bench_reclaim: barrierd's epochs and hazard pointers (barrierd_reclaim.h) against ck_epoch
- * and liburcu's memb, mb and qsbr flavours (bench/run.sh section 14; docs/PERFORMANCE.md §17).
+ * and liburcu's memb, mb and qsbr flavours (bench/run.sh section 14; docs/PERFORMANCE.md §11).
  * Schemes (IMPLS, comma-separated, or "all"): bd-epoch (a domain on the default handle, with
  * direct evidence when the daemon serves slots), bd-epoch-file (on a BARRIERD_OPEN_NO_DIRECT
  * handle), bd-hp (hazard pointers on the default handle; its "grace period" is

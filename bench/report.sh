@@ -854,7 +854,7 @@ if [ -s prim_ec_inc.csv ] || [ -s prim_read.csv ] || [ -s prim_gp.csv ]; then
 	{
 		echo "# Issue 18: primitives against ck and liburcu"
 		echo
-		echo "bench/run.sh section 14 (docs/PERFORMANCE.md §17 has the method). barrierd's event counts"
+		echo "bench/run.sh section 14 (docs/PERFORMANCE.md §11 has the method). barrierd's event counts"
 		echo "(\`barrierd_ec\`, *bd*) against Concurrency Kit's \`ck_ec64\` (*ck*, Debian libck-dev, on futex"
 		echo "operations of the benchmark's), single (*sp*) and multiple (*mp*) producer; barrierd's epochs"
 		echo "(*bd-epoch*: direct evidence; *bd-epoch-file*: a \`BARRIERD_OPEN_NO_DIRECT\` handle) and hazard"

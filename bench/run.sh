@@ -44,7 +44,7 @@
 #                expedited commands, IPIs per call by kind, nudges per barrier, the daemon's CPU;
 #                then a flood by user nobody (rings, and a thread asleep on the global word) with
 #                every CPU but the first busy: nudges per second per CPU against the cap
-#   13 direct    direct evidence (issue 17; PERFORMANCE §16), the daemon's main and doorbell
+#   13 direct    direct evidence (PERFORMANCE §10), the daemon's main and doorbell
 #                threads on the first CPU, the caller there too (barrierctl bench --cpu): idle,
 #                barrierd_barrier() crediting from the slots (direct) and without them (file)
 #                beside membarrier PRIVATE_EXPEDITED, GLOBAL_EXPEDITED (registered) and GLOBAL,
@@ -54,7 +54,7 @@
 #                barrierd_passed()'s cost, already passed and fresh; half-loaded (a nice-0
 #                spinner on the second CPU): direct, file and GLOBAL, with how direct credited
 #                each CPU (the credit observer).  About a minute (BENCH_QUICK=1: 15 s)
-#   14 prim      issue 18's primitives (PERFORMANCE §17) against Debian's libck-dev and
+#   14 prim      the primitives (PERFORMANCE §11) against Debian's libck-dev and
 #                liburcu-dev: event counts (bench_ec: barrierd_ec SP/MP against ck_ec64 SP/MP)
 #                cycles per increment without and with a waiter, instructions per increment
 #                (callgrind), wake latency, the time until a waiter's indefinite block and its

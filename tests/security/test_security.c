@@ -363,7 +363,7 @@ static const struct barrierd_ext *ext_of(const struct barrierd *b)
 
 /*
  * DESIGN.md §4.2: credit passes run at most --max-credit-rate (1000) per second sustained, in
- * bursts of 32, whoever rings; PERFORMANCE.md §7 measured the flood at 5 % of a CPU.  Asserted
+ * bursts of 32, whoever rings; PERFORMANCE.md §8 measured the flood at 5 % of a CPU.  Asserted
  * here: the cap itself (with 10 % slack for the clock reads around the window) and a CPU share
  * of at most MAX_CPU_PCT, a sanity bound five times the measured figure (bench/run.sh measures
  * it precisely); and a root client's barriers all pass meanwhile.
