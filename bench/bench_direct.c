@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * bench_direct: issue 17's measurements that barrierctl bench cannot make (bench/run.sh
+ * bench_direct: the direct-evidence measurements that barrierctl bench cannot make (bench/run.sh
  * section 13; docs/PERFORMANCE.md §10).
  *
  *   bench_direct calls STATE_PATH METHOD N GAP_MS

@@ -15,7 +15,7 @@
 # passes, credit passes and nudges per second, and the machine's busy share.  Then an
 # original-layout client (bench_legacy, 10 ms futex waits) quiet and under the combined attack:
 # its p50 and p99.  Several daemon binaries run side by side, scenario by scenario (LABEL=PATH):
-# a before/after comparison in one run, on the same machine load.
+# a side-by-side comparison of builds in one run, on the same machine load.
 #
 #   bench/follow_attack.sh BUILD_DIR [LABEL=DAEMON ...]
 #

@@ -739,7 +739,7 @@ if [ -s direct.csv ]; then
 			direct_syscalls.csv >direct_syscalls_summary.txt
 	fi
 	{
-		echo "# Direct evidence (issue 17)"
+		echo "# Direct evidence"
 		echo
 		echo "The daemon's main and doorbell threads and the caller (\`barrierctl bench --cpu\`) on the first CPU;"
 		echo "*direct*: \`barrierd_barrier()\` on a handle that credits CPUs from the slots; *file*: the same on a"
@@ -832,7 +832,7 @@ if [ -s direct.csv ]; then
 	awk -F, 'NR > 1 && $1 != "back-to-back" {print $1 "/" $3, $5}' direct.csv | cdf_files direct
 fi
 
-# ---- 14: primitives (issue 18) ---------------------------------------------------------------------
+# ---- 14: primitives ---------------------------------------------------------------------------------
 
 # "KEY VALUE" lines -> "KEY median" (nearest rank; values may be fractional).
 median_by() {
@@ -852,7 +852,7 @@ verdict() { # awk condition on a b
 if [ -s prim_ec_inc.csv ] || [ -s prim_read.csv ] || [ -s prim_gp.csv ]; then
 	: >prim_targets.txt
 	{
-		echo "# Issue 18: primitives against ck and liburcu"
+		echo "# Primitives against ck and liburcu"
 		echo
 		echo "bench/run.sh section 14 (docs/PERFORMANCE.md §11 has the method). barrierd's event counts"
 		echo "(\`barrierd_ec\`, *bd*) against Concurrency Kit's \`ck_ec64\` (*ck*, Debian libck-dev, on futex"
@@ -1154,13 +1154,13 @@ ok() { # awk condition on a b
 		echo "| direct, half-loaded (nice-0 spinner on one CPU): p50 / p99; calls that waited for the busy CPU only | (reported) | $(ms "$(v direct_half_p50)") / $(ms "$(v direct_half_p99)") ms (membarrier GLOBAL p50 $(ms "$(v direct_half_mb_p50)") ms); $(v direct_half_busy) | - |"
 	fi
 	if [ -s prim.md ]; then
-		echo "| issue 18: event count SP increment, no waiter: instructions, ours / ck_ec SP (callgrind) | ≤ ck_ec's | $(v prim_insn_bd) / $(v prim_insn_ck) | $(v prim_insn_verdict) |"
-		echo "| issue 18: time to a waiter's indefinite block, ours / ck_ec (median) | ≥ 100× shorter | $(ms "$(v prim_block_bd)") / $(ms "$(v prim_block_ck)") ms ($(v prim_block_ratio)×); waiter CPU per s of waiting $(v prim_cpu_bd) / $(v prim_cpu_ck) µs | $(v prim_block_verdict) |"
-		echo "| issue 18: epoch read side, 1 thread: ours / urcu-memb / ck_epoch | ≤ 1.1 × memb / < ck_epoch | $(v prim_read_bd1) / $(v prim_read_memb1) / $(v prim_read_ck1) ns | $(v prim_read_verdict) |"
-		echo "| issue 18: IPIs per bd-epoch grace period (mean, worst reader count) | 0 | $(v prim_gp_ipi) | $(v prim_gp_ipi_verdict) |"
+		echo "| event count SP increment, no waiter: instructions, ours / ck_ec SP (callgrind) | ≤ ck_ec's | $(v prim_insn_bd) / $(v prim_insn_ck) | $(v prim_insn_verdict) |"
+		echo "| time to a waiter's indefinite block, ours / ck_ec (median) | ≥ 100× shorter | $(ms "$(v prim_block_bd)") / $(ms "$(v prim_block_ck)") ms ($(v prim_block_ratio)×); waiter CPU per s of waiting $(v prim_cpu_bd) / $(v prim_cpu_ck) µs | $(v prim_block_verdict) |"
+		echo "| epoch read side, 1 thread: ours / urcu-memb / ck_epoch | ≤ 1.1 × memb / < ck_epoch | $(v prim_read_bd1) / $(v prim_read_memb1) / $(v prim_read_ck1) ns | $(v prim_read_verdict) |"
+		echo "| IPIs per bd-epoch grace period (mean, worst reader count) | 0 | $(v prim_gp_ipi) | $(v prim_gp_ipi_verdict) |"
 		for r in 1 2; do
 			[ "$(v "prim_gp_bd_$r")" != n/a ] || continue
-			echo "| issue 18: grace period, idle, $r reader(s), p50: bd-epoch (direct) / urcu-memb | ≤ memb | $(us "$(v "prim_gp_bd_$r")") / $(us "$(v "prim_gp_memb_$r")") µs | $(v "prim_gp_verdict_$r") |"
+			echo "| grace period, idle, $r reader(s), p50: bd-epoch (direct) / urcu-memb | ≤ memb | $(us "$(v "prim_gp_bd_$r")") / $(us "$(v "prim_gp_memb_$r")") µs | $(v "prim_gp_verdict_$r") |"
 		done
 	fi
 	if [ -s waiters.csv ]; then

@@ -931,7 +931,7 @@ if want 13; then
 	pin_daemon "$all_cpus"
 fi
 
-# ---- 14: primitives (issue 18) ------------------------------------------------------------------
+# ---- 14: primitives ------------------------------------------------------------------------------
 
 # callgrind's self instructions of bench_ec's insn_* loops: prim_ec_insn.csv rows.
 insn_counts() { # N CALLGRIND_OUT

@@ -28,7 +28,7 @@
  * is armed without a break since our CAS.  A flag we merely found may be doomed (an increment
  * read it, its AND is coming): after that AND another waiter can re-arm the word while an xadd
  * that read it unflagged still has its store buffered, and that store erases the new flag with
- * nobody woken (the red team's scenario, test_ec's test_foreign_flag).  Take any increment X
+ * nobody woken (the found-flag scenario, test_ec's test_foreign_flag).  Take any increment X
  * of the producer after our CAS:
  *   - X before the producer CPU's serialising event E (the evidence for T, E after T) in
  *     program order: X's store is in the store buffer before E, which drains it, and the

@@ -4,7 +4,7 @@
  * and the one switch that calls each: barrierd (libbarrierd's barrierd_barrier), its vtime
  * form, the membarrier commands, the mprotect trick (a TLB shootdown of one page), and
  * barrierd_barrier() on a handle that credits CPUs from the slots (direct) beside one opened
- * with BARRIERD_OPEN_NO_DIRECT (file), for issue 17's side-by-side comparison.
+ * with BARRIERD_OPEN_NO_DIRECT (file), for their side-by-side comparison.
  *
  * barrier_method.c calls libbarrierd: a program that calls barrier_method_call() links
  * barrierd_lib as well (the daemon, which never does, does not pull the object in).
