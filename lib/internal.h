@@ -7,7 +7,7 @@
 #include <barrierd_slot.h>
 #include <stdint.h>
 
-/* The shared-word loads, the fences and the clock (src/common, never installed). */
+/* The shared-word loads, the fences and the clock (common/, never installed). */
 #include "bd_sync.h"
 
 #define BDLIB_EXPORT __attribute__((visibility("default")))
@@ -239,7 +239,7 @@ void bd_ext_refresh(struct barrierd *b);
 int bd_ring(const struct barrierd *b);
 
 /*
- * A sleep of another primitive's (lib/ec.c) on its own 32-bit word, expecting val, that the
+ * A sleep of another primitive's (primitives/ec.c) on its own 32-bit word, expecting val, that the
  * daemon also counts as a library waiter's for every CPU: queued as well on the global ns word
  * (expecting snap_global, its low half loaded before the caller's last check) and on the
  * doorbell's mark (lib/wait.c).  At most slice_ns.  1 when it slept (or a word differed), 0
@@ -399,7 +399,7 @@ int bd_fallback_membarrier(void);
  */
 int bd_fallback(const struct barrierd *b, enum bd_fb_stamp kind, uint64_t stamp);
 
-/* ---- reclamation (lib/retire.c, lib/epoch.c, lib/hp.c) ---------------------------------- */
+/* ---- reclamation (lib/primitives/: retire.c, epoch.c, hp.c) -------------------------------- */
 
 /* A retired object and the function that frees it. */
 struct bd_retired {

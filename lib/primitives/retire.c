@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * What epochs (lib/epoch.c) and hazard pointers (lib/hp.c) share on their slow side: the
+ * What epochs (epoch.c) and hazard pointers (hp.c) share on their slow side: the
  * barrier that stands in for their readers' fences, the list of retired objects, and the
  * sleep of a writer that waits for a reader.
  */
