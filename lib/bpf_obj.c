@@ -4,7 +4,7 @@
  * descriptor (lib/anchor.c, lib/slots_fetch.c).  BPF_OBJ_GET_INFO_BY_FD needs no descriptor of
  * its own, unlike /proc/self/fdinfo: it answers at RLIMIT_NOFILE and with no /proc mounted.
  */
-#include "internal.h"
+#include "bpf_obj.h"
 
 #include <errno.h>
 #include <linux/bpf.h>

@@ -5,7 +5,10 @@
  * so the programs stay attached, and the idle words live, for as long as it can load them
  * (lib/direct_sets.c: a set is released only once no read section holds it).
  */
-#include "internal.h"
+#include "direct.h"
+#include "handle.h"
+#include "published.h"
+#include "timens.h"
 
 #include <errno.h>
 #include <sched.h>

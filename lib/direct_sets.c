@@ -52,7 +52,10 @@
  * allocator's) finds the place empty, or the set whole, never half released; at worst it
  * keeps a set it never reads.
  */
-#include "internal.h"
+#include "direct.h"
+#include "handle.h"
+#include "slots_fetch.h"
+#include "timens.h"
 
 #include <errno.h>
 

@@ -16,7 +16,12 @@
  * the links is what keeps the programs attached, and so the idle words live, for as long as the
  * slots can be read (DESIGN §3.13).
  */
-#include "internal.h"
+#include "bpf_obj.h"
+#include "direct.h"
+#include "handle.h"
+#include "slots_fetch.h"
+#include "timens.h"
+#include "trust.h"
 #include "bd_scm.h"
 
 #include <errno.h>

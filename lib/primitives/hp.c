@@ -8,7 +8,8 @@
  * replaces the store-load fence each reader would otherwise need between its publication and
  * its second load.
  */
-#include "internal.h"
+#include "handle.h"
+#include "reclaim.h"
 
 #include <barrierd_reclaim.h>
 #include <errno.h>

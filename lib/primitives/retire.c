@@ -4,7 +4,10 @@
  * barrier that stands in for their readers' fences, the list of retired objects, and the
  * sleep of a writer that waits for a reader.
  */
-#include "internal.h"
+#include "fallback.h"
+#include "handle.h"
+#include "reclaim.h"
+#include "timens.h"
 
 #include <errno.h>
 #include <pthread.h>
