@@ -22,14 +22,6 @@ struct bd_direct {
 };
 
 /*
- * Direct evidence (DESIGN rule 11, lib/direct.c).  May the set be credited from now: is the
- * file marked running (not stopped) in the generation it came with, and was it fetched by
- * this process (not a parent's, after a fork)?  A policy (a stopped or replaced daemon's
- * tracer is let go), not soundness.  A set that fails it is never used again: it is dropped.
- */
-bool bd_direct_usable(const struct barrierd *b, const struct bd_direct *d);
-
-/*
  * Credit from d every CPU in left[] (ncpu bits) that the slots show passed ns stamp T, and
  * clear its bit; calls the observer for each.  Returns how many CPUs stay set, or UINT64_MAX
  * (nothing credited) without a live daemon or a known time-namespace offset.
@@ -69,6 +61,14 @@ void bd_direct_put(const struct barrierd *b, const struct bd_direct_ref *ref);
 void bd_direct_tidy(const struct barrierd *b);
 
 /*
+ * May the set be credited from now: is the file marked running (not stopped) in the
+ * generation it came with, and was it fetched by this process (not a parent's, after a fork)?
+ * A policy (a stopped or replaced daemon's tracer is let go), not soundness.  A set that fails
+ * it is never used again: it is dropped.
+ */
+bool bd_direct_usable(const struct barrierd *b, const struct bd_direct *d);
+
+/*
  * direct_busy, as a trylock that a forked child takes over: true if taken.  The unlock drops
  * again (bd_direct_reap) while a call that found the lock taken asked for it (direct_want).
  */
@@ -86,6 +86,12 @@ bool bd_direct_reap(struct barrierd *b);
  * -EBUSY with d untouched (every place holds a set still read: try again later).
  */
 int bd_direct_install(struct barrierd *b, struct bd_direct *d);
+
+/*
+ * Unmap one set, close its descriptors (those still ours, and no number that a set in b's
+ * places holds) and free it.  Under the lock, d out of b's places.
+ */
+void bd_direct_release(const struct barrierd *b, struct bd_direct *d);
 
 /* Release every set (barrierd_close: no call runs concurrently). */
 void bd_direct_free(struct barrierd *b);

@@ -18,12 +18,6 @@
 void bd_direct_refresh(struct barrierd *b, int64_t budget_ns);
 
 /*
- * Unmap one set, close its descriptors (those still ours, and no number that a set in b's
- * places holds) and free it (lib/slots_fetch.c).  Under the lock, d out of b's places.
- */
-void bd_direct_release(const struct barrierd *b, struct bd_direct *d);
-
-/*
  * For a handle whose file was opened by bd_open_relayed: fetch a set from the socket beside it
  * and keep nothing; 0 only if the set is anchored, the anchor names the file open at file_fd
  * (mapped at h) and its generation, and the slots are the anchor's.  -errno otherwise.
