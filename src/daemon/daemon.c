@@ -734,8 +734,7 @@ static int publish_running(struct daemon *d, char *err, size_t errlen)
 			       BARRIERD_FEAT_CPU_FLAGS | (d->pub.armed ? BARRIERD_FLAG_ARMED : 0) |
 			       (d->slots.started ? BARRIERD_FEAT_DIRECT : 0);
 
-		if (!__atomic_compare_exchange_n(&h->flags, &f, run, false, __ATOMIC_RELEASE,
-						 __ATOMIC_RELAXED)) {
+		if (!bd_cas(&h->flags, &f, run)) {
 			snprintf(err, errlen, "the state file's flags changed during setup");
 			return -EAGAIN;
 		}

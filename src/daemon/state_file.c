@@ -38,14 +38,13 @@ long futex_count_u32(const uint32_t *word, uint32_t val)
 
 void state_flags_update(uint64_t *flags, uint64_t clear, uint64_t set)
 {
-	uint64_t f = __atomic_load_n(flags, __ATOMIC_RELAXED);
+	uint64_t f = bd_load(flags);
 
 	/*
 	 * Release on success: every store before the change (a stop snapshot, a watermark) is
 	 * visible to a reader that sees the new flags (on x86 the locked CMPXCHG drains anyway).
 	 */
-	while (!__atomic_compare_exchange_n(flags, &f, (f & ~clear) | set, false, __ATOMIC_RELEASE,
-					    __ATOMIC_RELAXED))
+	while (!bd_cas(flags, &f, (f & ~clear) | set))
 		;
 	futex_wake_word(flags);
 }
