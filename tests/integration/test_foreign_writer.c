@@ -674,7 +674,7 @@ static void state_file_ownership_refused(void **state)
 static void foreign_write_to_owned_words(void **state)
 {
 	uint64_t ncpu = test_possible_cpus();
-	const char *what[] = {"heartbeat_period_ns", "stop_ns",	   "ncpu",    "generation",
+	const char *what[] = {"heartbeat_period_ns", "stop_ns",	  "ncpu",    "generation",
 			      "vtime, then a ring",  "served_ns", "doorbell"};
 
 	(void)state;
