@@ -14,8 +14,8 @@
  *         PRIVATE_EXPEDITED (same mm), GLOBAL_EXPEDITED (registered mm) and the mprotect trick
  *         (the page is in that CPU's TLB) do their work; for barrierd it is a busy CPU.
  * Methods: barrierd, membarrier-global, global-expedited, private-expedited, mprotect (the
- * calls are src/common/barrier_method.c's, as in barrierctl bench; the sibling is
- * src/common/siblings.c's).
+ * calls are common/barrier_method.c's, as in barrierctl bench; the sibling is
+ * common/siblings.c's).
  *
  * Rounds interleave conditions and methods; each batch is at most --calls calls or 0.5 s.
  * Between batches, a background window of the same condition (the caller sleeping) measures

@@ -20,6 +20,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* The slots (ABI 1.3) and BARRIERD_STATIC_ASSERT, which both headers' ABI asserts use. */
+#include <barrierd_slot.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -105,17 +108,7 @@ struct barrierd_header {
 	struct barrierd_cpu per_cpu[]; /* ncpu entries */
 };
 
-/*
- * The ABI asserts, in C11 and in C++11 (g++ has no _Static_assert in C++; static_assert there).
- */
-#ifndef BARRIERD_STATIC_ASSERT
-#ifdef __cplusplus
-#define BARRIERD_STATIC_ASSERT(e, m) static_assert(e, m)
-#else
-#define BARRIERD_STATIC_ASSERT(e, m) _Static_assert(e, m)
-#endif
-#endif
-
+/* The ABI asserts: BARRIERD_STATIC_ASSERT, defined once, in barrierd_slot.h. */
 BARRIERD_STATIC_ASSERT(sizeof(struct barrierd_cpu) == 16, "per-CPU entry is 16 bytes");
 BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_cpu, last_interrupt_ns) == 0, "abi");
 BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_cpu, last_interrupt_vtime) == 8, "abi");

@@ -26,7 +26,9 @@
 #define BARRIERD_SLOT_BUSY 2
 
 /*
- * The ABI asserts, in C11 and in C++11 (g++ has no _Static_assert in C++; static_assert there).
+ * The ABI asserts of this header and of barrierd.h (which includes this one), in C11 and in
+ * C++11 (g++ has no _Static_assert in C++; static_assert there).  A consumer may define it
+ * first.
  */
 #ifndef BARRIERD_STATIC_ASSERT
 #ifdef __cplusplus

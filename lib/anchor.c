@@ -11,7 +11,8 @@
  * is on both: loading BTF takes CAP_BPF, so no unprivileged map carries it.  The caller
  * checks that the map is frozen (no system call writes it either) and what the record names.
  */
-#include "internal.h"
+#include "bpf_obj.h"
+#include "trust.h"
 
 #include <errno.h>
 #include <fcntl.h>

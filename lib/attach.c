@@ -5,7 +5,11 @@
  * meanwhile, and maps the file as soon as a call finds it.  Until then nothing of a file is
  * read: there is none, so nothing can pass but membarrier.
  */
-#include "internal.h"
+#include "attach.h"
+#include "fallback.h"
+#include "handle.h"
+#include "mapping.h"
+#include "timens.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -5,31 +5,14 @@
  * so the programs stay attached, and the idle words live, for as long as it can load them
  * (lib/direct_sets.c: a set is released only once no read section holds it).
  */
-#include "internal.h"
+#include "direct.h"
+#include "handle.h"
+#include "published.h"
+#include "timens.h"
 
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
-
-bool bd_direct_usable(const struct barrierd *b, const struct bd_direct *d)
-{
-	uint64_t f;
-
-	/*
-	 * Not soundness (the slots need no daemon): a stopped daemon's tracer is let go, and a
-	 * restarted daemon's slots are fetched (bd_direct_refresh) instead of an old run's.
-	 */
-	f = bd_load(&b->hdr->flags);
-	if (!(f & BARRIERD_FLAG_RUNNING) || (f & BARRIERD_FLAG_STOPPED) ||
-	    bd_load(&b->hdr->generation) != d->generation)
-		return false;
-	/*
-	 * A forked child does not use its parent's set: a child that closes every descriptor it
-	 * inherited (close_range() when it daemonises) would otherwise load slots whose link
-	 * nobody holds once the parent exits.  It fetches its own (bd_direct_refresh).
-	 */
-	return d->fork_gen == __atomic_load_n(&bd_fork_gen, __ATOMIC_ACQUIRE);
-}
 
 /*
  * Inside the read section of d: the observer may not fork, close b or call the library on b

@@ -52,9 +52,76 @@
  * allocator's) finds the place empty, or the set whole, never half released; at worst it
  * keeps a set it never reads.
  */
-#include "internal.h"
+#include "bpf_obj.h"
+#include "direct.h"
+#include "handle.h"
+#include "timens.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+bool bd_direct_usable(const struct barrierd *b, const struct bd_direct *d)
+{
+	uint64_t f;
+
+	/*
+	 * Not soundness (the slots need no daemon): a stopped daemon's tracer is let go, and a
+	 * restarted daemon's slots are fetched (bd_direct_refresh) instead of an old run's.
+	 */
+	f = bd_load(&b->hdr->flags);
+	if (!(f & BARRIERD_FLAG_RUNNING) || (f & BARRIERD_FLAG_STOPPED) ||
+	    bd_load(&b->hdr->generation) != d->generation)
+		return false;
+	/*
+	 * A forked child does not use its parent's set: a child that closes every descriptor it
+	 * inherited (close_range() when it daemonises) would otherwise load slots whose link
+	 * nobody holds once the parent exits.  It fetches its own (bd_direct_refresh).
+	 */
+	return d->fork_gen == __atomic_load_n(&bd_fork_gen, __ATOMIC_ACQUIRE);
+}
+
+/* Close fd only if it still holds the object we received there (head: its record's head). */
+static void close_if_ours(int fd, const uint32_t head[BD_OBJ_HEAD_WORDS])
+{
+	uint32_t now[BD_OBJ_HEAD_WORDS];
+
+	if (bd_obj_head(fd, now) == 0 && memcmp(now, head, sizeof(now)) == 0)
+		close(fd);
+}
+
+/* Does a set in b's places hold descriptor number fd? */
+static bool held_elsewhere(const struct barrierd *b, int fd)
+{
+	for (int i = 0; i < BD_DIRECT_SETS; i++) {
+		const struct bd_direct *o = b->direct_sets[i];
+
+		for (unsigned j = 0; o && j < o->nfds; j++)
+			if (o->fds[j] == fd)
+				return true;
+	}
+	return false;
+}
+
+void bd_direct_release(const struct barrierd *b, struct bd_direct *d)
+{
+	/*
+	 * The mapping first, the links last: no load of these slots happens after the links
+	 * that keep them live are gone (no read section holds the set).  A
+	 * number is closed only while it still holds what we received there: a forked child
+	 * that closed its inherited descriptors may have had the numbers reused since, by
+	 * anything of the application's, or by another set of this handle, whose map and link
+	 * have the very same identity when the same daemon sent both: such a number is that
+	 * set's to close.
+	 */
+	munmap((void *)d->slots, d->len);
+	for (unsigned j = 0; j < d->nfds; j++)
+		if (!held_elsewhere(b, d->fds[j]))
+			close_if_ours(d->fds[j], d->ids[j]);
+	free(d);
+}
 
 /* The tally of sections of generation gen, from its word. */
 static unsigned tally(uint64_t w, unsigned gen)

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* Ringing the daemon's doorbell: a FUTEX_WAKE on a word of the read-only mapping. */
-#include "internal.h"
+#include "attach.h"
+#include "doorbell.h"
+#include "handle.h"
+#include "mapping.h"
+#include "timens.h"
 
 #include <errno.h>
 #include <linux/futex.h>

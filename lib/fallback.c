@@ -6,7 +6,9 @@
  * proves nothing for a stamp taken after that.  A wait may be handed any value (another
  * thread's stamp, the future), so bd_fallback() bounds what a result of the call may answer.
  */
-#include "internal.h"
+#include "fallback.h"
+#include "handle.h"
+#include "timens.h"
 
 #include <errno.h>
 #include <linux/membarrier.h>

@@ -5,7 +5,8 @@
  * never see a live daemon again, and only a new handle can.  Waits ask when they find the
  * daemon gone (lib/wait.c), so that they say so (-EIDRM) instead of backing off for nothing.
  */
-#include "internal.h"
+#include "handle.h"
+#include "mapping.h"
 
 #include <errno.h>
 #include <sys/stat.h>

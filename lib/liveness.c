@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* Is a daemon publishing?  The flags and the heartbeat tell a live daemon from a dead one. */
-#include "internal.h"
+#include "handle.h"
+#include "published.h"
+#include "timens.h"
 
 uint64_t bd_liveness_ns(const struct barrierd *b)
 {

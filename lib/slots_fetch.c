@@ -16,7 +16,12 @@
  * the links is what keeps the programs attached, and so the idle words live, for as long as the
  * slots can be read (CLIENT-EVIDENCE §2).
  */
-#include "internal.h"
+#include "bpf_obj.h"
+#include "direct.h"
+#include "handle.h"
+#include "slots_fetch.h"
+#include "timens.h"
+#include "trust.h"
 #include "bd_scm.h"
 
 #include <errno.h>
@@ -78,17 +83,6 @@ static uint64_t fdinfo_u64(const char *text, const char *key)
 	snprintf(want, sizeof(want), "\n%s:\t", key);
 	p = strstr(text, want);
 	return p ? strtoull(p + strlen(want), NULL, 10) : 0;
-}
-
-/*
- * The head of the kernel's record of the BPF object behind fd (type and id first, for a map
- * and for a link): 0, or -errno when fd holds no BPF object.  No descriptor is opened for it,
- * so a release closes its set's descriptors at RLIMIT_NOFILE too, or with no /proc.
- */
-static int object_head(int fd, uint32_t head[BD_OBJ_HEAD_WORDS])
-{
-	memset(head, 0, BD_OBJ_HEAD_WORDS * sizeof(uint32_t));
-	return bd_bpf_obj_info(fd, head, BD_OBJ_HEAD_WORDS * sizeof(uint32_t));
 }
 
 static void close_fds(const int *fds, unsigned n)
@@ -288,7 +282,7 @@ static int fetch(const struct barrierd *b, const struct barrierd_header *h, stru
 		ret = -EPERM;
 	/* Each descriptor's identity, for the anchor's map id and for the release. */
 	for (unsigned i = 0; !ret && i < nfds; i++)
-		if (object_head(d->fds[i], d->ids[i]) || !d->ids[i][1])
+		if (bd_obj_head(d->fds[i], d->ids[i]) || !d->ids[i][1])
 			ret = -EPROTO;
 	if (!ret && anchored > 0 &&
 	    (anchor.generation != bd_load(&h->generation) || anchor.file_dev != b->dev ||
@@ -366,46 +360,6 @@ void bd_direct_refresh(struct barrierd *b, int64_t budget_ns)
 	__atomic_store_n(&b->direct_next_ns, bd_clock_raw() + backoff, __ATOMIC_RELAXED);
 out:
 	bd_direct_unlock(b);
-}
-
-/* Close fd only if it still holds the object we received there (head: its record's head). */
-static void close_if_ours(int fd, const uint32_t head[BD_OBJ_HEAD_WORDS])
-{
-	uint32_t now[BD_OBJ_HEAD_WORDS];
-
-	if (object_head(fd, now) == 0 && memcmp(now, head, sizeof(now)) == 0)
-		close(fd);
-}
-
-/* Does a set in b's places hold descriptor number fd? */
-static bool held_elsewhere(const struct barrierd *b, int fd)
-{
-	for (int i = 0; i < BD_DIRECT_SETS; i++) {
-		const struct bd_direct *o = b->direct_sets[i];
-
-		for (unsigned j = 0; o && j < o->nfds; j++)
-			if (o->fds[j] == fd)
-				return true;
-	}
-	return false;
-}
-
-void bd_direct_release(const struct barrierd *b, struct bd_direct *d)
-{
-	/*
-	 * The mapping first, the links last: no load of these slots happens after the links
-	 * that keep them live are gone (no read section holds the set, lib/direct_sets.c).  A
-	 * number is closed only while it still holds what we received there: a forked child
-	 * that closed its inherited descriptors may have had the numbers reused since, by
-	 * anything of the application's, or by another set of this handle, whose map and link
-	 * have the very same identity when the same daemon sent both: such a number is that
-	 * set's to close.
-	 */
-	munmap((void *)d->slots, d->len);
-	for (unsigned j = 0; j < d->nfds; j++)
-		if (!held_elsewhere(b, d->fds[j]))
-			close_if_ours(d->fds[j], d->ids[j]);
-	free(d);
 }
 
 /* A set fetched only to be checked: unmapped and closed at once (nobody loaded from it). */

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* Stamps and the no-syscall check: the client side of rules 4 and 5. */
-#include "internal.h"
+#include "direct.h"
+#include "handle.h"
+#include "published.h"
+#include "timens.h"
 
 BDLIB_EXPORT uint64_t barrierd_stamp_ns(const struct barrierd *b)
 {

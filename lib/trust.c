@@ -4,7 +4,7 @@
  * (or the one uid the caller names), or a local user could hand us a file that passes every
  * barrier at once.
  */
-#include "internal.h"
+#include "trust.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -18,7 +18,9 @@
  * fact F2), so program order is the order in which they are performed; bd_load() is an acquire
  * load, which keeps the compiler to that order too.
  */
-#include "internal.h"
+#include "handle.h"
+#include "published.h"
+#include "timens.h"
 
 /* The daemon state around a read. */
 struct seq {

@@ -7,7 +7,16 @@
  * word after every change of the flags).  A daemon found gone is waited for, not spun on: the
  * wait backs off on the heartbeat word for one liveness bound before it returns -ESTALE.
  */
-#include "internal.h"
+#include "attach.h"
+#include "direct.h"
+#include "doorbell.h"
+#include "fallback.h"
+#include "handle.h"
+#include "mapping.h"
+#include "published.h"
+#include "slots_fetch.h"
+#include "timens.h"
+#include "wait.h"
 
 #include <errno.h>
 #include <linux/futex.h>

@@ -4,9 +4,9 @@
  * the methods interleaved round-robin in one process so that they share the machine's
  * conditions (frequency, load, other tenants) sample by sample.
  *
- * The methods and the switch that calls them are src/common/barrier_method.c (shared with
+ * The methods and the switch that calls them are common/barrier_method.c (shared with
  * bench/bench_ipi).  PRIVATE_EXPEDITED and the mprotect trick need this process's threads on
- * the other CPUs: a sibling thread (src/common/siblings.c) sits pinned on every other CPU; it
+ * the other CPUs: a sibling thread (common/siblings.c) sits pinned on every other CPU; it
  * spins (or keeps reading the page) during its method's samples and parks on a futex
  * otherwise, so that the rows of the other methods see idle CPUs.
  *

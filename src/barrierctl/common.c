@@ -163,14 +163,14 @@ int bctl_snapshot_take(struct barrierd *b, const char *path, struct bctl_snapsho
 	s->vtime = bd_load(&h->vtime);
 	s->last_ns = bd_load(&h->last_interrupt_ns);
 	s->last_vtime = bd_load(&h->last_interrupt_vtime);
-	s->abi_major = __atomic_load_n(&h->abi_major, __ATOMIC_RELAXED);
-	s->abi_minor = __atomic_load_n(&h->abi_minor, __ATOMIC_RELAXED);
+	s->abi_major = bd_load32(&h->abi_major);
+	s->abi_minor = bd_load32(&h->abi_minor);
 	s->generation = bd_load(&h->generation);
 	s->heartbeat_ns = bd_load(&h->heartbeat_ns);
 	s->heartbeat_period_ns = bd_load(&h->heartbeat_period_ns);
 	s->daemon_pid = bd_load(&h->daemon_pid);
 	for (int i = 0; i < 16; i++)
-		s->boot_id[i] = __atomic_load_n(&h->boot_id[i], __ATOMIC_RELAXED);
+		s->boot_id[i] = bd_load8(&h->boot_id[i]);
 	if (x) {
 		s->last_advance_ns = bd_load(&x->last_advance_ns);
 		s->last_advance_cause = bd_load(&x->last_advance_cause);

@@ -7,6 +7,7 @@
  */
 #include "barrierctl.h"
 #include "barrier_method.h"
+#include "parse_u64.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -89,22 +90,6 @@ static const char usage_text[] =
     "  passes credit_passes doorbell_rings nudges lagging_cpus cpus[]{cpu state lagging\n"
     "  last_interrupt_ns lag_ms behind_ms last_interrupt_vtime vtime_lag credit_event\n"
     "  credit_idle credit_offline nohz_full isolated nudge}\n";
-
-static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
-{
-	unsigned long long v;
-	char *end;
-
-	/* strtoull accepts signs and leading blanks, which would turn "-1" into a huge value. */
-	if (!s || *s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v < min || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
 
 /* A number option's value, or a message naming the option, the range and the bad value. */
 static int parse_num(const char *cmd, const char *opt, const char *unit, const char *arg,

@@ -465,25 +465,27 @@ static int share_slots(struct daemon *d, char *err, size_t errlen)
 	return 0;
 }
 
-static int setup(struct daemon *d, char *err, size_t errlen)
+/* Block the stop signals before any thread exists, so only the signalfd sees them. */
+static void block_stop_signals(sigset_t *mask)
 {
-	const struct barrierd_options *o = d->o;
-	struct resolved_tp tps[BARRIERD_MAX_TRACEPOINTS];
-	struct barrierd_header *h;
-	sigset_t mask;
-	uint32_t tid;
-	int ncpu, ret;
-
-	/* Block the stop signals before any thread exists, so only the signalfd sees them. */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
+	sigemptyset(mask);
+	sigaddset(mask, SIGTERM);
+	sigaddset(mask, SIGINT);
+	sigaddset(mask, SIGHUP);
 #ifdef BARRIERD_TEST_HOOKS
-	sigaddset(&mask, SIGUSR1);
-	sigaddset(&mask, SIGUSR2);
+	sigaddset(mask, SIGUSR1);
+	sigaddset(mask, SIGUSR2);
 #endif
-	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sigprocmask(SIG_BLOCK, mask, NULL);
+}
+
+/*
+ * What the host must offer before the state file is touched: a time namespace we can serve,
+ * a kernel with what the programs need, and a word on an LFENCE nothing can check.
+ */
+static int check_host(char *err, size_t errlen)
+{
+	int ret;
 
 	ret = timens_check(err, errlen);
 	if (ret)
@@ -504,33 +506,33 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 		if (lfence_doubt(&cpu, why, sizeof(why)))
 			log_warn("%s", why);
 	}
-	/* Connect to the service manager now: the sandbox forbids new sockets later. */
-	ret = notify_init(&d->notify);
-	if (ret)
-		log_warn("cannot reach the service manager's NOTIFY_SOCKET (%s): no readiness or "
-			 "watchdog messages will be sent",
-			 strerror(-ret));
-	/* Possible CPU ids, holes included: a hole is never online (credited offline, rule 3). */
-	ncpu = possible_cpus();
+	return 0;
+}
+
+/* Possible CPU ids, holes included: a hole is never online (credited offline, rule 3). */
+static int count_cpus(char *err, size_t errlen)
+{
+	int ncpu = possible_cpus();
+
 	if (ncpu <= 0) {
 		snprintf(err, errlen, "cannot read /sys/devices/system/cpu/possible: %s",
 			 strerror(ncpu ? -ncpu : EINVAL));
 		return ncpu ? ncpu : -EINVAL;
 	}
+	return ncpu;
+}
 
-	/*
-	 * First action on the file, before any BPF: lock it and reset it if it comes from
-	 * another boot or another writer.  A failure anywhere later leaves a safe file.
-	 */
-	ret = state_file_open(&d->sf, o->state_path, (uint64_t)ncpu, err, errlen);
-	if (ret)
-		return ret;
-	h = d->sf.hdr;
+/*
+ * The daemon's programs loaded (not attached), the publisher set up on the file and .bss, and
+ * the daemon's own thread made known to the programs.
+ */
+static int load_programs(struct daemon *d, uint64_t ncpu, char *err, size_t errlen)
+{
+	const struct barrierd_options *o = d->o;
+	uint32_t tid;
+	int ret;
 
-	ret = tracepoints_resolve(o->tps, o->n_tps, tps, err, errlen);
-	if (ret)
-		return ret;
-	ret = probes_load(&d->probes, (uint64_t)ncpu, err, errlen);
+	ret = probes_load(&d->probes, ncpu, err, errlen);
 	if (ret)
 		return ret;
 
@@ -543,7 +545,7 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	}
 	/* vtime resumes above everything published, in the file and then .bss, pre-attach. */
 	ret = publisher_init(&d->pub, &d->sf, d->probes.slots, d->probes.vtime, d->probes.watermark,
-			     d->probes.main_switches, (uint64_t)ncpu, d->online_fd);
+			     d->probes.main_switches, ncpu, d->online_fd);
 	if (ret == -EBUSY) {
 		d->foreign = true;
 		snprintf(err, errlen,
@@ -564,20 +566,37 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot learn the daemon's global tid: %s", strerror(-ret));
 		return ret;
 	}
+	return 0;
+}
+
+/*
+ * Attach every program, visit every CPU, take this start's generation and offer the slots.
+ * From here the programs stamp; the file is still stopped.
+ */
+static int attach_programs(struct daemon *d, const struct resolved_tp *tps, uint64_t ncpu,
+			   char *err, size_t errlen)
+{
+	const struct barrierd_options *o = d->o;
+	int ret;
 
 	ret = probes_attach(&d->probes, tps, o->n_tps, err, errlen);
 	if (ret)
 		return ret;
 	publisher_arm_detach_check(&d->pub);
-	ret = cpu_hop_all((uint64_t)ncpu);
+	ret = cpu_hop_all(ncpu);
 	log_debug("hopped across %d online CPUs", ret);
 	/* Raised at every start; never lowered (lib/trusted.c's seqlock). */
-	d->generation = bd_load(&h->generation) + 1;
-	ret = share_slots(d, err, errlen);
-	if (ret)
-		return ret;
+	d->generation = bd_load(&d->sf.hdr->generation) + 1;
+	return share_slots(d, err, errlen);
+}
 
-	ret = doorbell_start(&d->bell, &h->doorbell, &d->probes, o->max_credit_rate);
+/* The doorbell thread, and the nudge threads unless nudges are off or cannot run. */
+static int start_threads(struct daemon *d, char *err, size_t errlen)
+{
+	const struct barrierd_options *o = d->o;
+	int ret;
+
+	ret = doorbell_start(&d->bell, &d->sf.hdr->doorbell, &d->probes, o->max_credit_rate);
 	if (ret) {
 		snprintf(err, errlen, "cannot start the doorbell thread: %s", strerror(-ret));
 		return ret;
@@ -605,14 +624,20 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 				 (unsigned long long)o->max_nudge_rate);
 		}
 	}
-	publish_cpu_flags(d);
-	/*
-	 * The heartbeat is this thread's.  At normal priority, hundreds of runnable threads delay
-	 * it past the liveness bound (694 ms with 200 spinning threads on 2 CPUs, against 300 ms),
-	 * and every waiter then takes the daemon for dead.  SCHED_FIFO 1 when permitted, as the
-	 * doorbell thread.  What it does is capped by rate, whoever makes the events: credit
-	 * passes by --max-credit-rate, folds by FOLD_RATE (take_fold), the rest by its timers.
-	 */
+	return 0;
+}
+
+/*
+ * The heartbeat is this thread's.  At normal priority, hundreds of runnable threads delay it
+ * past the liveness bound (694 ms with 200 spinning threads on 2 CPUs, against 300 ms), and
+ * every waiter then takes the daemon for dead.  SCHED_FIFO 1 when permitted, as the doorbell
+ * thread.  What it does is capped by rate, whoever makes the events: credit passes by
+ * --max-credit-rate, folds by FOLD_RATE (take_fold), the rest by its timers.
+ */
+static void raise_main_priority(void)
+{
+	int ret;
+
 	ret = pthread_setschedparam(pthread_self(), SCHED_FIFO,
 				    &(struct sched_param){.sched_priority = 1});
 	if (ret)
@@ -620,13 +645,20 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 			 "priority, where a busy machine can delay its heartbeat past the liveness "
 			 "bound",
 			 strerror(ret));
+}
+
+/* The event loop's descriptors: epoll, the timers, the signalfd for the stop signals. */
+static int setup_event_loop(struct daemon *d, const sigset_t *mask, char *err, size_t errlen)
+{
+	const struct barrierd_options *o = d->o;
+	int ret;
 
 	d->epfd = epoll_create1(EPOLL_CLOEXEC);
 	d->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	d->cfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	d->ffd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	d->nfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	d->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	d->sfd = signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (d->epfd < 0 || d->tfd < 0 || d->cfd < 0 || d->ffd < 0 || d->nfd < 0 || d->sfd < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot set up the event loop: %s", strerror(-ret));
@@ -644,16 +676,18 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot set up the event loop: %s", strerror(-ret));
 		return ret;
 	}
+	return 0;
+}
 
-#ifdef BARRIERD_TEST_HOOKS
-	if (pthread_create(&d->hook_thread, NULL, hook_main, d) == 0)
-		d->hook_started = true;
-#endif
-	/*
-	 * Sandbox: everything the steady state needs is open and mapped.  The doorbell thread
-	 * dropped its own privileges (they are per thread); now this one, then the filter for
-	 * both.  From here on: no bpf(), no perf_event_open(), no opening of files.
-	 */
+/*
+ * Sandbox: everything the steady state needs is open and mapped.  The doorbell thread dropped
+ * its own privileges (they are per thread); now this one, then the filter for both.  From here
+ * on: no bpf(), no perf_event_open(), no opening of files.
+ */
+static int enter_sandbox(struct daemon *d, char *err, size_t errlen)
+{
+	int ret;
+
 	/*
 	 * The credit pass forces a switch of this thread with a 1 us sleep (DESIGN rule 6); the
 	 * default 50 us timer slack would make every credit pass that much slower.
@@ -661,14 +695,22 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 	ret = sandbox_drop_privileges();
 	if (!ret)
-		ret = sandbox_install_filter(&h->flags);
+		ret = sandbox_install_filter(&d->sf.hdr->flags);
 	if (ret) {
 		snprintf(err, errlen, "cannot sandbox the daemon: %s", strerror(-ret));
 		return ret;
 	}
 	d->sandboxed = true;
+	return 0;
+}
 
-	/* Publish: liveness fields, then the running flag last. */
+/* Publish: liveness fields, then the running flag last. */
+static int publish_running(struct daemon *d, char *err, size_t errlen)
+{
+	const struct barrierd_options *o = d->o;
+	struct barrierd_header *h = d->sf.hdr;
+	int ret;
+
 	bd_store(&h->generation, d->generation);
 	bd_store(&h->daemon_pid, (uint64_t)getpid());
 	bd_store(&h->heartbeat_period_ns, o->heartbeat_period_ns);
@@ -692,8 +734,7 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 			       BARRIERD_FEAT_CPU_FLAGS | (d->pub.armed ? BARRIERD_FLAG_ARMED : 0) |
 			       (d->slots.started ? BARRIERD_FEAT_DIRECT : 0);
 
-		if (!__atomic_compare_exchange_n(&h->flags, &f, run, false, __ATOMIC_RELEASE,
-						 __ATOMIC_RELAXED)) {
+		if (!bd_cas(&h->flags, &f, run)) {
 			snprintf(err, errlen, "the state file's flags changed during setup");
 			return -EAGAIN;
 		}
@@ -701,6 +742,57 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	}
 	slot_server_go(&d->slots); /* the generation is final: replies carry it */
 	return 0;
+}
+
+static int setup(struct daemon *d, char *err, size_t errlen)
+{
+	const struct barrierd_options *o = d->o;
+	struct resolved_tp tps[BARRIERD_MAX_TRACEPOINTS];
+	sigset_t mask;
+	int ncpu, ret;
+
+	block_stop_signals(&mask);
+	ret = check_host(err, errlen);
+	if (ret)
+		return ret;
+	/* Connect to the service manager now: the sandbox forbids new sockets later. */
+	ret = notify_init(&d->notify);
+	if (ret)
+		log_warn("cannot reach the service manager's NOTIFY_SOCKET (%s): no readiness or "
+			 "watchdog messages will be sent",
+			 strerror(-ret));
+	ncpu = count_cpus(err, errlen);
+	if (ncpu < 0)
+		return ncpu;
+	/*
+	 * First action on the file, before any BPF: lock it and reset it if it comes from
+	 * another boot or another writer.  A failure anywhere later leaves a safe file.
+	 */
+	ret = state_file_open(&d->sf, o->state_path, (uint64_t)ncpu, err, errlen);
+	if (ret)
+		return ret;
+	ret = tracepoints_resolve(o->tps, o->n_tps, tps, err, errlen);
+	if (!ret)
+		ret = load_programs(d, (uint64_t)ncpu, err, errlen);
+	if (!ret)
+		ret = attach_programs(d, tps, (uint64_t)ncpu, err, errlen);
+	if (!ret)
+		ret = start_threads(d, err, errlen);
+	if (ret)
+		return ret;
+	publish_cpu_flags(d);
+	raise_main_priority();
+	ret = setup_event_loop(d, &mask, err, errlen);
+	if (ret)
+		return ret;
+#ifdef BARRIERD_TEST_HOOKS
+	if (pthread_create(&d->hook_thread, NULL, hook_main, d) == 0)
+		d->hook_started = true;
+#endif
+	ret = enter_sandbox(d, err, errlen);
+	if (!ret)
+		ret = publish_running(d, err, errlen);
+	return ret;
 }
 
 /*

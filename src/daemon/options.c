@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "options.h"
+#include "parse_u64.h"
 
 #include <barrierd.h>
 #include <errno.h>
@@ -98,21 +99,6 @@ static const char *shown(const char *s, char *buf, size_t len)
 	}
 	buf[n] = 0;
 	return buf;
-}
-
-static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!s || !*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v < min || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
 }
 
 /* A number option's value, or a message naming the option, its range and the bad value. */

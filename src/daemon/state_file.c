@@ -38,14 +38,13 @@ long futex_count_u32(const uint32_t *word, uint32_t val)
 
 void state_flags_update(uint64_t *flags, uint64_t clear, uint64_t set)
 {
-	uint64_t f = __atomic_load_n(flags, __ATOMIC_RELAXED);
+	uint64_t f = bd_load(flags);
 
 	/*
 	 * Release on success: every store before the change (a stop snapshot, a watermark) is
 	 * visible to a reader that sees the new flags (on x86 the locked CMPXCHG drains anyway).
 	 */
-	while (!__atomic_compare_exchange_n(flags, &f, (f & ~clear) | set, false, __ATOMIC_RELEASE,
-					    __ATOMIC_RELAXED))
+	while (!bd_cas(flags, &f, (f & ~clear) | set))
 		;
 	futex_wake_word(flags);
 }
@@ -892,16 +891,13 @@ static int open_parent(const char *path, int *dfd, const char **base, char *err,
 	return path_trust_dir_chain(*dfd, dir, err, errlen);
 }
 
-int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char *err,
-		    size_t errlen)
+/*
+ * The first step: sf with no descriptor, the SIGBUS guard installed, and the file's and lock's
+ * paths.  Nothing to undo on failure.
+ */
+static int init_paths(struct state_file *sf, const char *path, uint64_t ncpu, char *err,
+		      size_t errlen)
 {
-	struct stat st;
-	uint8_t *map;
-	const char *why, *base;
-	char lock_base[NAME_MAX + 8];
-	int ret;
-	size_t alloc;
-
 	memset(sf, 0, sizeof(*sf));
 	sf->fd = sf->lock_fd = sf->inode_lock_fd = sf->dfd = sf->lock_dfd = -1;
 	sf->ncpu = ncpu;
@@ -912,49 +908,65 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 	}
 	snprintf(sf->path, sizeof(sf->path), "%s", path);
 	snprintf(sf->lock_path, sizeof(sf->lock_path), "%s.lock", path);
+	return 0;
+}
+
+/* This boot's id, and the file's directory (created if missing, trusted) and name in it. */
+static int open_directory(struct state_file *sf, char *err, size_t errlen)
+{
+	const char *path = sf->path, *base;
+	int ret;
+
 	ret = read_boot_id(sf->boot_id);
 	if (ret) {
 		snprintf(err, errlen, "cannot read /proc/sys/kernel/random/boot_id: %s",
 			 strerror(-ret));
-		goto fail;
+		return ret;
 	}
 	ret = ensure_dir(path, err, errlen);
 	if (ret)
-		goto fail;
+		return ret;
 	ret = open_parent(path, &sf->dfd, &base, err, errlen);
 	if (ret)
-		goto fail;
+		return ret;
 	if (strlen(base) > NAME_MAX - 5) {
 		snprintf(err, errlen, "state file name too long: %s", base);
-		ret = -ENAMETOOLONG;
-		goto fail;
+		return -ENAMETOOLONG;
 	}
 	snprintf(sf->base, sizeof(sf->base), "%s", base);
-	snprintf(lock_base, sizeof(lock_base), "%s.lock", base);
+	return 0;
+}
 
-	/*
-	 * The lock first: never touch a file that another barrierd of ours is publishing.  A lock
-	 * on a name another start unlinked (a failed start removes the PATH.lock it created,
-	 * holding it) guards nothing: lock again.
-	 */
+/*
+ * The lock first: never touch a file that another barrierd of ours is publishing.  A lock on a
+ * name another start unlinked (a failed start removes the PATH.lock it created, holding it)
+ * guards nothing: lock again.
+ */
+static int lock_path(struct state_file *sf, char *err, size_t errlen)
+{
+	const char *path = sf->path;
+	char lock_base[NAME_MAX + 8];
+	int ret = 0;
+
+	snprintf(lock_base, sizeof(lock_base), "%s.lock", sf->base);
 	for (int tries = 0; tries < 3; tries++) {
 		if (sf->lock_fd >= 0)
 			close(sf->lock_fd);
 		sf->lock_fd = -1;
 		ret = refuse_special(sf->dfd, lock_base, "lock file", sf->lock_path, err, errlen);
 		if (ret)
-			goto fail;
+			return ret;
 		sf->lock_fd = open_or_create(sf->dfd, lock_base, 0600, &sf->lock_created);
 		if (sf->lock_fd < 0) {
 			ret = sf->lock_fd;
 			sf->lock_fd = -1;
 			snprintf(err, errlen, "cannot open lock file %s: %s%s", sf->lock_path,
 				 strerror(-ret), ret == -ELOOP ? " (a symlink: refused)" : "");
-			goto fail;
+			return ret;
 		}
 		ret = path_trust_file(sf->lock_fd, "lock file", sf->lock_path, err, errlen);
 		if (ret)
-			goto fail;
+			return ret;
 		if (flock(sf->lock_fd, LOCK_EX | LOCK_NB)) {
 			ret = -errno;
 			if (ret == -EWOULDBLOCK)
@@ -966,7 +978,7 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 				snprintf(err, errlen, "cannot lock %s: %s", sf->lock_path,
 					 strerror(-ret));
 			sf->lock_created = false; /* never unlink a lock someone else holds */
-			goto fail;
+			return ret;
 		}
 		ret = names_fd(sf->dfd, lock_base, sf->lock_fd) ? 0 : -EAGAIN;
 		if (!ret)
@@ -975,49 +987,59 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 	if (ret) {
 		snprintf(err, errlen, "cannot lock %s: it was removed again and again",
 			 sf->lock_path);
-		goto fail;
+		return ret;
 	}
 	fchmod(sf->lock_fd, 0600);
+	return 0;
+}
+
+/*
+ * Under the lock: open (or create) the file, trust it, lock its inode, and refuse a file that
+ * is not ours to take (replaced meanwhile, too large, live).  *st: the file as opened.
+ */
+static int open_file(struct state_file *sf, struct stat *st, char *err, size_t errlen)
+{
+	const char *path = sf->path, *base = sf->base;
+	int ret;
 
 	/* Created by this run or not: only a file this run created is ever removed. */
 	ret = refuse_special(sf->dfd, base, "state file", path, err, errlen);
 	if (ret)
-		goto fail;
+		return ret;
 	sf->fd = open_or_create(sf->dfd, base, 0644, &sf->created);
 	if (sf->fd < 0) {
 		ret = sf->fd;
 		sf->fd = -1;
 		snprintf(err, errlen, "cannot open state file %s: %s%s", path, strerror(-ret),
 			 ret == -ELOOP ? " (a symlink: refused)" : "");
-		goto fail;
+		return ret;
 	}
 	/* Before anything is written or chmod'ed: a planted file or a hard link is refused. */
 	ret = path_trust_file(sf->fd, "state file", path, err, errlen);
 	if (ret)
-		goto fail;
-	if (fstat(sf->fd, &st)) {
+		return ret;
+	if (fstat(sf->fd, st)) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot stat %s: %s", path, strerror(-ret));
-		goto fail;
+		return ret;
 	}
-	sf->dev = (unsigned long long)st.st_dev;
-	sf->ino = (unsigned long long)st.st_ino;
+	sf->dev = (unsigned long long)st->st_dev;
+	sf->ino = (unsigned long long)st->st_ino;
 	/*
 	 * The lock file guards the path; this guards the inode, which a bind mount could reach
 	 * under another name.
 	 */
-	ret = lock_inode(sf, sf->dfd, &st, err, errlen);
+	ret = lock_inode(sf, sf->dfd, st, err, errlen);
 	if (ret)
-		goto fail;
+		return ret;
 	/*
 	 * Locked: is the name still ours?  A start that failed while we waited for the lock
 	 * may have unlinked the file it had created.  Serving a nameless inode would serve
 	 * nobody (the heartbeat check would stop us a period later).
 	 */
-	if (!names_fd(sf->dfd, base, sf->fd) || fstat(sf->fd, &st) || st.st_nlink != 1) {
+	if (!names_fd(sf->dfd, base, sf->fd) || fstat(sf->fd, st) || st->st_nlink != 1) {
 		snprintf(err, errlen, "%s was removed or replaced while the daemon started", path);
-		ret = -ESTALE;
-		goto fail;
+		return -ESTALE;
 	}
 	/*
 	 * A misconfigured --state naming a large file of root's (a VM image, a database): never
@@ -1025,110 +1047,158 @@ int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char
 	 * count a reader accepts; one laid out at an earlier boot for more possible CPUs than
 	 * now is smaller than that, and is reset as usual (never shrunk).
 	 */
-	if ((uint64_t)st.st_size > barrierd_file_size(BARRIERD_MAX_CPUS)) {
+	if ((uint64_t)st->st_size > barrierd_file_size(BARRIERD_MAX_CPUS)) {
 		snprintf(
 		    err, errlen,
 		    "refusing state file %s: it holds %lld bytes, more than any barrierd state "
 		    "file (%llu at most for %u CPUs); is --state the right file? It is left "
 		    "as it was",
-		    path, (long long)st.st_size,
+		    path, (long long)st->st_size,
 		    (unsigned long long)barrierd_file_size(BARRIERD_MAX_CPUS), BARRIERD_MAX_CPUS);
-		ret = -EFBIG;
-		goto fail;
+		return -EFBIG;
 	}
-	ret = refuse_live_file(sf, &st, err, errlen);
+	ret = refuse_live_file(sf, st, err, errlen);
 	if (ret)
-		goto fail;
+		return ret;
 	/* Readable by everyone, writable by us only: clients refuse anything looser. */
 	if (fchmod(sf->fd, 0644)) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot chmod %s: %s", path, strerror(-ret));
-		goto fail;
+		return ret;
 	}
+	return 0;
+}
 
-	sf->size = barrierd_file_size(ncpu);
-	alloc = (size_t)st.st_size > sf->size ? (size_t)st.st_size : sf->size;
-	/*
-	 * Every block of the file before any mapping touches it: on a full file system a sparse
-	 * file maps, then faults (SIGBUS) in us and in every client that maps it.  Allocating
-	 * never shrinks a file and changes no byte of it.  On ENOSPC tmpfs undoes what it
-	 * allocated, but ext4 keeps it and the file may have grown: harmless, the grown range is
-	 * allocated and reads zero.
-	 */
+/*
+ * Every block of the file before any mapping touches it: on a full file system a sparse file
+ * maps, then faults (SIGBUS) in us and in every client that maps it.  Allocating never
+ * shrinks a file and changes no byte of it.  On ENOSPC tmpfs undoes what it allocated, but
+ * ext4 keeps it and the file may have grown: harmless, the grown range is allocated and reads
+ * zero.
+ */
+static int allocate(struct state_file *sf, const struct stat *st, char *err, size_t errlen)
+{
+	const char *path = sf->path;
+	size_t alloc;
+	int ret;
+
+	sf->size = barrierd_file_size(sf->ncpu);
+	alloc = (size_t)st->st_size > sf->size ? (size_t)st->st_size : sf->size;
 	ret = posix_fallocate(sf->fd, 0, (off_t)alloc);
 	if (ret) {
 		snprintf(err, errlen, "cannot allocate %zu bytes for %s: %s%s", alloc, path,
 			 strerror(ret),
 			 sf->created ? " (the new file is removed)"
 				     : " (the file is not written or mapped)");
-		ret = -ret;
-		goto fail;
+		return -ret;
 	}
+	return 0;
+}
+
+/*
+ * Reset the file in place (same inode: old mappings see the zeros), whoever left it: no value
+ * of an earlier run is carried over (DESIGN rule 9).  A daemon killed half-way, a writer that
+ * came after a stop, a container with a fixed boot id: none of their values can be told from
+ * ours by looking at the file, and zeros only delay.  The reason is logged for whoever wonders
+ * whose file it was.  size: the file's size as found (0: new, nothing to reset).
+ */
+static int reset_found(struct state_file *sf, size_t size, char *err, size_t errlen)
+{
+	const char *path = sf->path, *why;
+	bool interrupted = false;
+	uint8_t *map;
+	uint64_t now;
+	int ret;
+
+	if (!size)
+		return 0;
+	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, sf->fd, 0);
+	if (map == MAP_FAILED) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot map %s: %s", path, strerror(-ret));
+		return ret;
+	}
+	bus_guard_set(map, size, sf->fd, sf->path);
+	/* The clock after the loads: a value of ours can never look later than it. */
+	bd_lfence();
+	now = bd_mono_ns();
+	why = foreign_reason(sf, map, size, now, &interrupted);
+	/* An interrupted write of ours is an ordinary kill: no warning for it. */
+	if (why)
+		log_msg(interrupted ? LOG_LVL_INFO : LOG_LVL_WARN,
+			"resetting %s: %s; every time field zeroed, stopped flag set", path, why);
+	else
+		log_info("%s: left by an earlier daemon of ours; times restart from zero, vtime "
+			 "above every value it held",
+			 path);
+	reset_words(map, size, sf->ncpu);
+	bus_guard_set(NULL, 0, -1, NULL);
+	munmap(map, size);
+	return 0;
+}
+
+/*
+ * Map the file at its layout's size, and lay it out if it is new or was just reset (stopped
+ * until setup completes).  size: the file's size as found.
+ */
+static int map_layout(struct state_file *sf, size_t size, char *err, size_t errlen)
+{
+	const char *path = sf->path;
+	uint8_t *map;
+	int ret;
 
 	/*
-	 * Reset the file in place (same inode: old mappings see the zeros), whoever left it: no
-	 * value of an earlier run is carried over (DESIGN rule 9).  A daemon killed half-way, a
-	 * writer that came after a stop, a container with a fixed boot id: none of their values
-	 * can be told from ours by looking at the file, and zeros only delay.  The reason is
-	 * logged for whoever wonders whose file it was.
+	 * Grow if needed (allocate() already did), never shrink: a reader mapping the old size
+	 * would fault.
 	 */
-	if (st.st_size > 0) {
-		bool interrupted = false;
-		uint64_t now;
-
-		map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, sf->fd, 0);
-		if (map == MAP_FAILED) {
-			ret = -errno;
-			snprintf(err, errlen, "cannot map %s: %s", path, strerror(-ret));
-			goto fail;
-		}
-		bus_guard_set(map, (size_t)st.st_size, sf->fd, sf->path);
-		/* The clock after the loads: a value of ours can never look later than it. */
-		bd_lfence();
-		now = bd_mono_ns();
-		why = foreign_reason(sf, map, (size_t)st.st_size, now, &interrupted);
-		/* An interrupted write of ours is an ordinary kill: no warning for it. */
-		if (why)
-			log_msg(interrupted ? LOG_LVL_INFO : LOG_LVL_WARN,
-				"resetting %s: %s; every time field zeroed, stopped flag set", path,
-				why);
-		else
-			log_info("%s: left by an earlier daemon of ours; times restart from zero, "
-				 "vtime above every value it held",
-				 path);
-		reset_words(map, (size_t)st.st_size, sf->ncpu);
-		bus_guard_set(NULL, 0, -1, NULL);
-		munmap(map, (size_t)st.st_size);
-	}
-
-	/*
-	 * Grow if needed (posix_fallocate above already did), never shrink: a reader mapping the
-	 * old size would fault.
-	 */
-	if ((size_t)st.st_size < sf->size && ftruncate(sf->fd, (off_t)sf->size)) {
+	if (size < sf->size && ftruncate(sf->fd, (off_t)sf->size)) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot size %s: %s", path, strerror(-ret));
-		goto fail;
+		return ret;
 	}
 	map = mmap(NULL, sf->size, PROT_READ | PROT_WRITE, MAP_SHARED, sf->fd, 0);
 	if (map == MAP_FAILED) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot map %s: %s", path, strerror(-ret));
-		goto fail;
+		return ret;
 	}
 	bus_guard_set(map, sf->size, sf->fd, sf->path);
 	sf->hdr = (void *)map;
-	sf->ext = (void *)(map + barrierd_ext_offset(ncpu));
+	sf->ext = (void *)(map + barrierd_ext_offset(sf->ncpu));
 	if (sf->hdr->magic != BARRIERD_MAGIC) {
 		/* New, or just reset: lay it out, stopped until setup completes. */
 		bd_store(&sf->hdr->flags, BARRIERD_FLAG_STOPPED);
 		write_layout(sf);
 	}
 	return 0;
-fail:
-	/* Nothing this run created stays: a failed start leaves what it found, reset or not. */
-	state_file_discard(sf);
-	state_file_close(sf);
+}
+
+int state_file_open(struct state_file *sf, const char *path, uint64_t ncpu, char *err,
+		    size_t errlen)
+{
+	struct stat st;
+	int ret;
+
+	ret = init_paths(sf, path, ncpu, err, errlen);
+	if (ret)
+		return ret;
+	ret = open_directory(sf, err, errlen);
+	if (!ret)
+		ret = lock_path(sf, err, errlen);
+	if (!ret)
+		ret = open_file(sf, &st, err, errlen);
+	if (!ret)
+		ret = allocate(sf, &st, err, errlen);
+	if (!ret)
+		ret = reset_found(sf, (size_t)st.st_size, err, errlen);
+	if (!ret)
+		ret = map_layout(sf, (size_t)st.st_size, err, errlen);
+	if (ret) {
+		/* Nothing this run created stays: a failed start leaves what it found, reset or
+		 * not. */
+		state_file_discard(sf);
+		state_file_close(sf);
+	}
 	return ret;
 }
 

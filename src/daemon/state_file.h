@@ -2,7 +2,7 @@
 /*
  * The state-file writer: create, lock, check what an existing file holds, reset a foreign one,
  * map it, and mark it stopped.  Every word of the file is published with one aligned store
- * (bd_store, src/common/bd_sync.h).
+ * (bd_store, common/bd_sync.h).
  */
 #ifndef BARRIERD_STATE_FILE_H
 #define BARRIERD_STATE_FILE_H

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * The event counts' inline increments as a program compiles them, for check_disasm.sh ec: the
- * waiter's argument (lib/ec.c) needs the single producer's increment to be one xadd without
- * lock, and the multi-producer's to be locked.  Built with the project's flags, never linked.
+ * waiter's argument (lib/primitives/ec.c) needs the single producer's increment to be one xadd
+ * without lock, and the multi-producer's to be locked.  Built with the project's flags, never
+ * linked.
  */
 #include <barrierd_ec.h>
 

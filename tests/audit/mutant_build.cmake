@@ -165,7 +165,7 @@ function(audit_lib_mutant name)
   set_target_properties(${t} PROPERTIES OUTPUT_NAME barrierd-mutant-${name}
                         C_VISIBILITY_PRESET hidden LINK_DEPENDS ${map})
   target_include_directories(${t} PUBLIC ${PROJECT_SOURCE_DIR}/include)
-  target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/src/common)
+  target_include_directories(${t} PRIVATE ${mutant_dir}/lib ${PROJECT_SOURCE_DIR}/common)
   target_link_options(${t} PRIVATE -Wl,--version-script=${map} -Wl,--no-undefined)
   # A mutant that drops a call leaves its helper unused (clang warns on static inline ones).
   target_compile_options(${t} PRIVATE -Wno-unused-function)

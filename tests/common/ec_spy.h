@@ -7,8 +7,8 @@
  *   syscall()           libbarrierd calls libc's through its PLT, and the executable's own
  *                       definition comes first (ld exports it: the library refers to it).
  *                       Each FUTEX_WAIT on the watched word's low half is counted: with no
- *                       timeout it is the wait's indefinite block (step (f) of lib/ec.c), with
- *                       one a slice.  Six register arguments in, the same six passed on.
+ *                       timeout it is the wait's indefinite block (step (f) of
+ * lib/primitives/ec.c), with one a slice.  Six register arguments in, the same six passed on.
  *   barrierd_ec_wake()  the increments call it through the executable's symbol; counted,
  *                       then the library's (dlsym RTLD_NEXT).
  */

@@ -39,7 +39,7 @@ int test_write_file(const char *path, const void *buf, size_t len, mode_t mode);
 
 /*
  * A read-write shared mapping of a whole state file: the view of a writer (the fake daemon, a
- * foreign writer).  NULL on failure.  Read-only mappings: map_ro() of src/common.
+ * foreign writer).  NULL on failure.  Read-only mappings: map_ro() of common/.
  */
 struct barrierd_header *test_map_rw(const char *path, size_t *size);
 /* The extension of a file of ncpu CPUs, where the layout puts it (whatever ext_offset says). */

@@ -28,7 +28,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "handle.h"
+#include "mapping.h"
+#include "published.h"
+#include "timens.h"
 
 /* 2^62 ns, 146 years: no clock after a boot is that late. */
 #define MAX_PLAUSIBLE_NS (1ULL << 62)

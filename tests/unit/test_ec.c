@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Event counts (include/barrierd_ec.h, lib/ec.c) against a fake daemon: the value and its
- * word, single- and multi-producer increments, an increment with no waiter calling nothing,
+ * Event counts (include/barrierd_ec.h, lib/primitives/ec.c) against a fake daemon: the value and
+ * its word, single- and multi-producer increments, an increment with no waiter calling nothing,
  * waits that return when the value moved before the wait, during its wait for the barrier,
  * or once it blocks for good, the deadline, the predicate, a shared event count across a
  * fork, the conservative second with no daemon (b NULL, or stopped), and a settling wait the

@@ -180,6 +180,9 @@ static void bad_input(void **state)
 	assert_int_equal(parse(&o, err, sizeof(err), "--idle-credit-interval", "0", NULL), -EINVAL);
 	assert_int_equal(parse(&o, err, sizeof(err), "--idle-credit-interval", "x", NULL), -EINVAL);
 	assert_int_equal(parse(&o, err, sizeof(err), "--max-credit-rate", "-1", NULL), -EINVAL);
+	/* A number is digits only: no sign, no blanks (strtoull would take both). */
+	assert_int_equal(parse(&o, err, sizeof(err), "--max-credit-rate", "+5", NULL), -EINVAL);
+	assert_int_equal(parse(&o, err, sizeof(err), "--max-credit-rate", " 5", NULL), -EINVAL);
 	assert_int_equal(parse(&o, err, sizeof(err), "--state", NULL), -EINVAL);
 	assert_non_null(strstr(err, "needs an argument"));
 	assert_int_equal(parse(&o, err, sizeof(err), "--state", "", NULL), -EINVAL);

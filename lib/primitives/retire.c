@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * What epochs (lib/epoch.c) and hazard pointers (lib/hp.c) share on their slow side: the
+ * What epochs (epoch.c) and hazard pointers (hp.c) share on their slow side: the
  * barrier that stands in for their readers' fences, the list of retired objects, and the
  * sleep of a writer that waits for a reader.
  */
-#include "internal.h"
+#include "fallback.h"
+#include "handle.h"
+#include "reclaim.h"
+#include "timens.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -8,7 +8,8 @@
  * replaces the store-load fence each reader would otherwise need between its publication and
  * its second load.
  */
-#include "internal.h"
+#include "handle.h"
+#include "reclaim.h"
 
 #include <barrierd_reclaim.h>
 #include <errno.h>
@@ -16,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* As lib/epoch.c's records: the reader's part first, two cache lines each. */
+/* As epoch.c's records: the reader's part first, two cache lines each. */
 struct hp_rec {
 	_Alignas(128) struct barrierd_hp_record pub;
 	struct hp_rec *next; /* set before the record is pushed, never changed after */
@@ -29,7 +30,7 @@ struct barrierd_hp {
 	_Alignas(128) struct hp_rec *head;
 	struct barrierd *b;
 	unsigned batch;
-	/* The retire side, under one mutex (never taken by readers); spare as in lib/epoch.c. */
+	/* The retire side, under one mutex (never taken by readers); spare as in epoch.c. */
 	pthread_mutex_t lock;
 	struct bd_retired_list retired, spare;
 	size_t kept; /* objects a slot still held at the latest scan */
@@ -65,7 +66,7 @@ BDLIB_EXPORT struct barrierd_hp_record *barrierd_hp_register(struct barrierd_hp 
 		if (!__atomic_load_n(&r->in_use, __ATOMIC_RELAXED) &&
 		    __atomic_compare_exchange_n(&r->in_use, &free_, 1, false, __ATOMIC_ACQ_REL,
 						__ATOMIC_RELAXED)) {
-			/* Before the first protect: as in lib/epoch.c, a slot comes with its owner.
+			/* Before the first protect: as in epoch.c, a slot comes with its owner.
 			 */
 			__atomic_store_n(&r->owner, bd_owner_self(), __ATOMIC_RELEASE);
 			return &r->pub;
@@ -138,7 +139,7 @@ static int collect(const struct barrierd_hp *d, void ***out, size_t *n)
 			/*
 			 * A slot of a thread this process does not have (a forked child's copy):
 			 * nobody here dereferences it.  The owner after the slot, as in
-			 * lib/epoch.c's wait_record.
+			 * epoch.c's wait_record.
 			 */
 			if (p && bd_owner_here(__atomic_load_n(&r->owner, __ATOMIC_ACQUIRE)))
 				h[(*n)++] = p;
@@ -149,7 +150,7 @@ static int collect(const struct barrierd_hp *d, void ***out, size_t *n)
 	return 0;
 }
 
-/* As lib/epoch.c's: the domain whose free functions this thread runs. */
+/* As epoch.c's: the domain whose free functions this thread runs. */
 static __thread const struct barrierd_hp *freeing;
 
 /*

@@ -7,7 +7,8 @@
  * show 0 or an epoch of at least E before what was unlinked is freed.  The barrier replaces the
  * store-load fence each reader would otherwise need between its enter store and its loads.
  */
-#include "internal.h"
+#include "handle.h"
+#include "reclaim.h"
 
 #include <barrierd_reclaim.h>
 #include <errno.h>

@@ -48,7 +48,8 @@
  * if the value moved by a multiple of 2^31 and a waiter put the flag back in before our
  * compare; docs/PRIMITIVES.md §1 says why that does not matter in practice.
  */
-#include "internal.h"
+#include "handle.h"
+#include "wait.h"
 
 #include <barrierd_ec.h>
 
