@@ -160,7 +160,7 @@ unsigned demand_duties(struct demand *d, uint64_t now)
 		act |= DEMAND_PROBE;
 		d->next_probe = now + d->cfg.heartbeat_ns;
 		d->next_peek = now + DEMAND_PEEK_NS;
-	} else if (!d->following && now >= d->next_peek) {
+	} else if (!d->following && now + DEMAND_PEEK_NS / 2 >= d->next_peek) {
 		act |= DEMAND_PEEK;
 		d->next_peek = now + DEMAND_PEEK_NS;
 	}

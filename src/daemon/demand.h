@@ -34,10 +34,13 @@
 #define DEMAND_FOLLOW_HOLD_NS (1000000000ULL)
 /*
  * While not following: how often the global words are counted for sleepers that cannot ring
- * (four futex counts, no pass).  Such a client waits in 10 ms slices and is found within one
- * peek; every CPU's per-CPU words are probed at the heartbeat only.
+ * (two futex counts when nobody sleeps, no pass), so that such a client's first barrier is
+ * served within 10 ms however long the daemon was idle.  A wake-up of the daemon for nothing
+ * else costs tens of microseconds on a VM: any wake-up in the second half of the period peeks
+ * too and starts the next period, so a busy daemon adds few.  Every CPU's per-CPU words are
+ * probed at the heartbeat only.
  */
-#define DEMAND_PEEK_NS (4000000ULL)
+#define DEMAND_PEEK_NS (8000000ULL)
 /* Nudge looks again at CPUs that still lag: how often, and how often while nobody sleeps. */
 #define DEMAND_NUDGE_RETRIES 4
 #define DEMAND_NUDGE_RETRY_NS (1000000ULL)

@@ -106,13 +106,19 @@ static long count_word(uint64_t *word)
  * So the mark is counted before and after the global words and the larger count taken: a
  * library sleeper counted on a global word was on the mark at one of the two counts, whether
  * arriving or leaving.  Two crossing (one leaving before the second count, one arriving after
- * the first) can still leave one unaccounted for: a confirming count counts again.
+ * the first) can still leave one unaccounted for: a confirming count counts again.  A first
+ * count of the global words alone that finds nobody ends it: there is nothing to subtract.
  */
 static long count_unmarked(struct barrierd_header *h, long *all)
 {
 	const uint32_t *mark = (const uint32_t *)&h->doorbell + 1;
-	long before = count_u32(mark), after, n;
+	long before, after, n;
 
+	/* Nobody on the global words (the common case): nothing to subtract, two counts. */
+	*all = count_word(&h->last_interrupt_ns) + count_word(&h->last_interrupt_vtime);
+	if (*all == 0)
+		return 0;
+	before = count_u32(mark);
 	*all = count_word(&h->last_interrupt_ns) + count_word(&h->last_interrupt_vtime);
 	after = count_u32(mark);
 	n = *all - (before > after ? before : after);
