@@ -31,7 +31,6 @@
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 #ifdef BARRIERD_TEST_HOOKS
 #include <linux/futex.h>
@@ -41,7 +40,7 @@
 
 #define MAX_AGAIN 8
 
-enum { EV_RB = 1, EV_DOORBELL, EV_TIMER, EV_SIGNAL };
+enum { EV_RB = 1, EV_DOORBELL, EV_SIGNAL };
 
 struct daemon {
 	const struct barrierd_options *o;
@@ -56,10 +55,12 @@ struct daemon {
 	struct demand dm;	  /* when to look: every decision (demand.h) */
 	bool *nudge_can, *nudge_lag, *nudge_want; /* per CPU, for a nudge look */
 	long *nudge_own;			  /* per CPU: its own words' sleepers */
-	int epfd, tfd, sfd, online_fd;
-	uint64_t timer_due; /* when tfd fires (absolute CLOCK_MONOTONIC), 0: not set */
-	bool rb_paused;	    /* the ring buffer unwatched (demand: out of pass tokens) */
-	bool bell_paused;   /* the doorbell's eventfd unwatched (following, out of tokens) */
+	int epfd, sfd, online_fd;
+	bool no_pwait2;		/* the kernel has no epoll_pwait2: millisecond timeouts */
+	bool followed;		/* following as last logged (note_following) */
+	uint64_t follow_logged; /* when a start of following was last logged */
+	bool rb_paused;		/* the ring buffer unwatched (demand: out of pass tokens) */
+	bool bell_paused;	/* the doorbell's eventfd unwatched (following, out of tokens) */
 	struct notifier notify;
 	uint64_t cpu_mark; /* the daemon's CPU time at the latest charge (demand_charge) */
 	uint64_t next_watchdog_ns, next_status_ns;
@@ -121,17 +122,32 @@ static void hook_release(struct daemon *d, uint32_t how)
  */
 #define NUDGE_PRIORITY 99
 
-/* Arm the one-shot timerfd for an absolute CLOCK_MONOTONIC time (a time past fires at once). */
-static void timer_at(struct daemon *d, uint64_t due)
+/*
+ * Wait for events until `due` (absolute CLOCK_MONOTONIC; 0: no time set), or only look if
+ * `poll`.  The loop's one timer is this wait's timeout: epoll_pwait2 takes it to the nanosecond
+ * (an epoll timeout in milliseconds turned a 100 us credit gap into 1 ms), and it costs no
+ * timerfd_settime and no read of an expiry at each wake-up, which the idle peek makes often.
+ * Kernels without it (before 5.11): epoll_wait, rounded up to the millisecond.
+ */
+static int wait_events(struct daemon *d, struct epoll_event *evs, int max, uint64_t due, bool poll)
 {
-	struct itimerspec its = {{0, 0}, {0, 0}};
+	struct timespec ts = {0, 0};
+	uint64_t now, rel = 0;
+	int n;
 
-	if (due == d->timer_due)
-		return;
-	d->timer_due = due;
-	its.it_value.tv_sec = (time_t)(due / 1000000000ULL);
-	its.it_value.tv_nsec = (long)(due % 1000000000ULL);
-	timerfd_settime(d->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+	if (!poll && due) {
+		now = bd_mono_ns();
+		rel = due > now ? due - now : 0;
+		ts.tv_sec = (time_t)(rel / 1000000000ULL);
+		ts.tv_nsec = (long)(rel % 1000000000ULL);
+	}
+	if (!d->no_pwait2) {
+		n = epoll_pwait2(d->epfd, evs, max, poll || due ? &ts : NULL, NULL);
+		if (n >= 0 || errno != ENOSYS)
+			return n;
+		d->no_pwait2 = true;
+	}
+	return epoll_wait(d->epfd, evs, max, poll ? 0 : due ? (int)((rel + 999999) / 1000000) : -1);
 }
 
 /*
@@ -414,16 +430,14 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 			 strerror(ret));
 
 	d->epfd = epoll_create1(EPOLL_CLOEXEC);
-	d->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	d->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (d->epfd < 0 || d->tfd < 0 || d->sfd < 0) {
+	if (d->epfd < 0 || d->sfd < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot set up the event loop: %s", strerror(-ret));
 		return ret;
 	}
 	if ((ret = add_fd(d->epfd, probes_rb_fd(&d->probes), EV_RB)) ||
 	    (ret = add_fd(d->epfd, d->bell.efd, EV_DOORBELL)) ||
-	    (ret = add_fd(d->epfd, d->tfd, EV_TIMER)) ||
 	    (ret = add_fd(d->epfd, d->sfd, EV_SIGNAL))) {
 		snprintf(err, errlen, "cannot set up the event loop: %s", strerror(-ret));
 		return ret;
@@ -471,7 +485,7 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 	 */
 	{
 		uint64_t f = bd_load(&h->flags);
-		/* ARMED is never set: a previous daemon's is cleared here (one layout, 1.1). */
+		/* ARMED is never set (docs/DEMAND.md): a previous daemon's is cleared here. */
 		uint64_t run = BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION |
 			       BARRIERD_FEAT_DOORBELL | BARRIERD_FEAT_SERVED |
 			       BARRIERD_FEAT_CPU_FLAGS |
@@ -489,7 +503,7 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 }
 
 /*
- * The per-CPU flags (ABI 1.2): what the kernel says of each CPU (nohz_full, isolated: no
+ * The per-CPU flags: what the kernel says of each CPU (nohz_full, isolated: no
  * file is an empty list) and whether a nudge thread serves it.  Before the sandbox: sysfs.
  */
 static void publish_cpu_flags(struct daemon *d)
@@ -798,6 +812,24 @@ static bool on_signal(struct daemon *d)
 }
 
 /*
+ * Following started or stopped (the demand unit's decision): logged, a start at most once a
+ * minute, since anyone can make the daemon follow.
+ */
+static void note_following(struct daemon *d, uint64_t now)
+{
+	if (d->dm.following == d->followed)
+		return;
+	d->followed = d->dm.following;
+	if (!d->followed) {
+		log_debug("following stopped (no client that cannot ring for a while)");
+	} else if (!d->follow_logged || now >= d->follow_logged + 60 * 1000000000ULL) {
+		d->follow_logged = now;
+		log_info("following every pass: a client that cannot ring waits (or rings come "
+			 "faster than the doorbell serves them)");
+	}
+}
+
+/*
  * The main loop dispatches: events tell the demand unit what happened, the demand unit says
  * what is due (duties, a pass) and when to look again (the one timer), and the loop does it.
  */
@@ -826,13 +858,12 @@ static int loop(struct daemon *d)
 	for (;;) {
 		struct epoll_event evs[8];
 		unsigned act;
-		uint64_t v;
 		int n;
 
 		gather(d, &f);
 		watch(d);
-		timer_at(d, demand_due(&d->dm, &f));
-		n = epoll_wait(d->epfd, evs, 8, d->dm.fold_asked && !d->dm.paused ? 0 : -1);
+		n = wait_events(d, evs, 8, demand_due(&d->dm, &f),
+				d->dm.fold_asked && !d->dm.paused);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -849,12 +880,6 @@ static int loop(struct daemon *d)
 				ret = on_doorbell(d);
 				if (ret)
 					return ret;
-				break;
-			case EV_TIMER:
-				/* One-shot: it fired; what is due is decided by the time. */
-				if (read(d->tfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-					log_debug("timer: %s", strerror(errno));
-				d->timer_due = 0;
 				break;
 			case EV_SIGNAL:
 				if (on_signal(d))
@@ -884,6 +909,7 @@ static int loop(struct daemon *d)
 			if (ret < 0)
 				return ret;
 		}
+		note_following(d, now);
 	}
 }
 
@@ -896,7 +922,7 @@ int daemon_run(const struct barrierd_options *o)
 
 	memset(&d, 0, sizeof(d));
 	d.o = o;
-	d.epfd = d.tfd = d.sfd = d.online_fd = -1;
+	d.epfd = d.sfd = d.online_fd = -1;
 	d.notify.fd = -1;
 	d.bell.efd = -1;
 	d.sf.fd = d.sf.lock_fd = d.sf.inode_lock_fd = d.sf.dfd = d.sf.lock_dfd = -1;
@@ -972,8 +998,6 @@ int daemon_run(const struct barrierd_options *o)
 	state_file_close(&d.sf);
 	if (d.epfd >= 0)
 		close(d.epfd);
-	if (d.tfd >= 0)
-		close(d.tfd);
 	if (d.sfd >= 0)
 		close(d.sfd);
 	if (d.online_fd >= 0)
