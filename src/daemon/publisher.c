@@ -89,14 +89,23 @@ static void wake(struct publisher *p, uint64_t *word)
 	p->futex_wakes++;
 }
 
-static long count_u32(const uint32_t *word)
+/*
+ * Sleepers on a word whose value we know: what we last stored there (we are its only writer).
+ * No load of the mapping: a count between heartbeats (the peek) must not fault on a file
+ * truncated meanwhile, which the heartbeat's check names; the kernel answers EFAULT instead.
+ * A word someone else changed counts as a sleeper (futex_count_u32), and the next pass's check
+ * finds the writer.
+ */
+static long count_word(uint64_t *word, uint64_t ours)
 {
-	return futex_count_u32(word, __atomic_load_n(word, __ATOMIC_RELAXED));
+	/* The low half: x86 is little-endian. */
+	return futex_count_u32((const uint32_t *)word, (uint32_t)ours);
 }
 
-static long count_word(uint64_t *word)
+/* The doorbell's high half, where library sleepers queue: nobody writes it, it holds 0. */
+static long count_mark(struct barrierd_header *h)
 {
-	return count_u32((const uint32_t *)word); /* the low half: x86 is little-endian */
+	return futex_count_u32((const uint32_t *)&h->doorbell + 1, 0);
 }
 
 /*
@@ -109,18 +118,20 @@ static long count_word(uint64_t *word)
  * the first) can still leave one unaccounted for: a confirming count counts again.  A first
  * count of the global words alone that finds nobody ends it: there is nothing to subtract.
  */
-static long count_unmarked(struct barrierd_header *h, long *all)
+static long count_unmarked(struct publisher *p, long *all)
 {
-	const uint32_t *mark = (const uint32_t *)&h->doorbell + 1;
+	struct barrierd_header *h = p->sf->hdr;
 	long before, after, n;
 
 	/* Nobody on the global words (the common case): nothing to subtract, two counts. */
-	*all = count_word(&h->last_interrupt_ns) + count_word(&h->last_interrupt_vtime);
+	*all = count_word(&h->last_interrupt_ns, p->g_ns) +
+	       count_word(&h->last_interrupt_vtime, p->g_vt);
 	if (*all == 0)
 		return 0;
-	before = count_u32(mark);
-	*all = count_word(&h->last_interrupt_ns) + count_word(&h->last_interrupt_vtime);
-	after = count_u32(mark);
+	before = count_mark(h);
+	*all = count_word(&h->last_interrupt_ns, p->g_ns) +
+	       count_word(&h->last_interrupt_vtime, p->g_vt);
+	after = count_mark(h);
 	n = *all - (before > after ? before : after);
 	return n > 0 ? n : 0;
 }
@@ -129,7 +140,7 @@ long publisher_count_legacy(struct publisher *p, uint64_t max_cpus, long *global
 {
 	struct barrierd_header *h = p->sf->hdr;
 	long all, again;
-	long n = count_unmarked(h, &all);
+	long n = count_unmarked(p, &all);
 
 	/*
 	 * A client that cannot ring is still asleep a few microseconds later; library sleepers
@@ -138,7 +149,7 @@ long publisher_count_legacy(struct publisher *p, uint64_t max_cpus, long *global
 	 * (the heartbeat's probe): a pass while following would pay for it at every event.
 	 */
 	if (confirm && n > 0) {
-		long m = count_unmarked(h, &again);
+		long m = count_unmarked(p, &again);
 
 		n = m < n ? m : n;
 	}
@@ -154,8 +165,8 @@ long publisher_count_legacy(struct publisher *p, uint64_t max_cpus, long *global
 	for (uint64_t i = 0; i < max_cpus; i++) {
 		uint64_t c = p->probe_next++ % p->ncpu;
 
-		n += count_word(&h->per_cpu[c].last_interrupt_ns);
-		n += count_word(&h->per_cpu[c].last_interrupt_vtime);
+		n += count_word(&h->per_cpu[c].last_interrupt_ns, p->ns[c]);
+		n += count_word(&h->per_cpu[c].last_interrupt_vtime, p->vt[c]);
 	}
 	return n;
 }
@@ -652,13 +663,14 @@ uint64_t publisher_nudge_facts(struct publisher *p, uint64_t upto, int here, con
 	if (!lagging)
 		return 0;
 	/* Global words first: a sleeper there waits for every CPU. */
-	*global = count_word(&h->last_interrupt_ns) + count_word(&h->last_interrupt_vtime);
+	*global = count_word(&h->last_interrupt_ns, p->g_ns) +
+		  count_word(&h->last_interrupt_vtime, p->g_vt);
 	if (*global > 0 || lagging > DEMAND_NUDGE_COUNT_MAX)
 		return lagging;
 	for (uint64_t c = 0; c < p->ncpu; c++)
 		if (lag[c])
-			own[c] = count_word(&h->per_cpu[c].last_interrupt_ns) +
-				 count_word(&h->per_cpu[c].last_interrupt_vtime);
+			own[c] = count_word(&h->per_cpu[c].last_interrupt_ns, p->ns[c]) +
+				 count_word(&h->per_cpu[c].last_interrupt_vtime, p->vt[c]);
 	return lagging;
 }
 
