@@ -115,19 +115,22 @@ static long count_mark(struct barrierd_header *h)
  * So the mark is counted before and after the global words and the larger count taken: a
  * library sleeper counted on a global word was on the mark at one of the two counts, whether
  * arriving or leaving.  Two crossing (one leaving before the second count, one arriving after
- * the first) can still leave one unaccounted for: a confirming count counts again.  A first
- * count of the global words alone that finds nobody ends it: there is nothing to subtract.
+ * the first) can still leave one unaccounted for: a confirming count counts again.  quick: a
+ * first count of the global words alone, and nothing more if it finds nobody (the probe and the
+ * peek, which mostly find nobody; a following pass mostly finds its client, and would pay two
+ * counts more).
  */
-static long count_unmarked(struct publisher *p, long *all)
+static long count_unmarked(struct publisher *p, long *all, bool quick)
 {
 	struct barrierd_header *h = p->sf->hdr;
 	long before, after, n;
 
-	/* Nobody on the global words (the common case): nothing to subtract, two counts. */
-	*all = count_word(&h->last_interrupt_ns, p->g_ns) +
-	       count_word(&h->last_interrupt_vtime, p->g_vt);
-	if (*all == 0)
-		return 0;
+	if (quick) {
+		*all = count_word(&h->last_interrupt_ns, p->g_ns) +
+		       count_word(&h->last_interrupt_vtime, p->g_vt);
+		if (*all == 0)
+			return 0;
+	}
 	before = count_mark(h);
 	*all = count_word(&h->last_interrupt_ns, p->g_ns) +
 	       count_word(&h->last_interrupt_vtime, p->g_vt);
@@ -140,7 +143,7 @@ long publisher_count_legacy(struct publisher *p, uint64_t max_cpus, long *global
 {
 	struct barrierd_header *h = p->sf->hdr;
 	long all, again;
-	long n = count_unmarked(p, &all);
+	long n = count_unmarked(p, &all, confirm);
 
 	/*
 	 * A client that cannot ring is still asleep a few microseconds later; library sleepers
@@ -149,7 +152,7 @@ long publisher_count_legacy(struct publisher *p, uint64_t max_cpus, long *global
 	 * (the heartbeat's probe): a pass while following would pay for it at every event.
 	 */
 	if (confirm && n > 0) {
-		long m = count_unmarked(p, &again);
+		long m = count_unmarked(p, &again, false);
 
 		n = m < n ? m : n;
 	}
