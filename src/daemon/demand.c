@@ -151,6 +151,16 @@ unsigned demand_duties(struct demand *d, uint64_t now)
 	if (now >= d->next_beat) {
 		act |= DEMAND_BEAT;
 		d->next_beat = now + d->cfg.beat_ns;
+		/*
+		 * Each beat also looks at S once its deadline passed: a waiter at or below S that
+		 * fell asleep after the looks for it ended (preempted between its ring and its
+		 * sleep) does not ring again, and is nudged for here, within a beat.  Free while no
+		 * busy CPU lags S: the counts are taken only for a lagging CPU.
+		 */
+		if (d->cfg.nudges && d->served && now >= d->served + d->cfg.nudge_after_ns) {
+			d->beat_look = true;
+			act |= DEMAND_NUDGE;
+		}
 	}
 	if (d->following && !d->cfg.always_follow && now >= d->follow_until) {
 		d->following = false;
@@ -373,6 +383,14 @@ uint64_t demand_nudge_upto(struct demand *d, uint64_t now)
 	upto = nudge_queue_due(&d->nq, now, d->cfg.nudge_after_ns);
 	if (upto > d->retry_h)
 		d->retry_idle = 0; /* a newer horizon: looks of its own */
+	if (d->beat_look) {
+		d->beat_look = false;
+		/* No retries of its own while nobody sleeps: the next beat looks again. */
+		if (!upto && !(d->retry_at && now >= d->retry_at)) {
+			d->beat_only = true;
+			return d->served;
+		}
+	}
 	if (d->retry_at && now >= d->retry_at) {
 		if (d->retry_h > upto)
 			upto = d->retry_h;
@@ -405,6 +423,11 @@ void demand_nudge_done(struct demand *d, uint64_t now, uint64_t upto, uint64_t l
 {
 	if (!upto)
 		return;
+	if (d->beat_only) {
+		d->beat_only = false;
+		if (!targets)
+			return; /* the beat's look: the next beat looks again */
+	}
 	d->retry_idle = lagging && !targets ? d->retry_idle + 1 : 0;
 	if (lagging && d->retry_idle <= DEMAND_NUDGE_RETRIES) {
 		uint64_t gap = umax(d->cfg.nudge_after_ns, DEMAND_NUDGE_RETRY_NS);

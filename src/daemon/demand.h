@@ -111,6 +111,8 @@ struct demand {
 	unsigned retry_idle;	    /* looks in a row that found CPUs lagging, nobody waiting */
 	uint64_t tracked_at;	    /* when a following pass's horizon was last queued */
 	bool track_pending;	    /* one was skipped since: queue it at tracked_at + interval */
+	bool beat_look;		    /* the beat's look at S is due (demand_nudge_upto) */
+	bool beat_only;		    /* the look under way is the beat's alone */
 };
 
 void demand_init(struct demand *d, const struct demand_cfg *cfg, uint64_t now);

@@ -469,6 +469,26 @@ static void nudge_schedule(void **state)
 	/* Nobody lags: done. */
 	demand_nudge_done(&d, now, T0, 0, 0, 0);
 	assert_int_equal(d.retry_at, 0);
+	/*
+	 * The beat looks at S once its deadline passed, for a waiter that fell asleep after the
+	 * looks ended; nobody asleep: no retries of its own.
+	 */
+	d.retry_at = 0;
+	d.next_beat = now;
+	assert_true(demand_duties(&d, now) & DEMAND_NUDGE);
+	assert_int_equal(demand_nudge_upto(&d, now), T0);
+	demand_nudge_done(&d, now, T0, 1, 0, 0);
+	assert_int_equal(d.retry_at, 0);
+	/* Someone asleep at the beat's look: looked at again as any look. */
+	d.next_beat = now;
+	demand_duties(&d, now);
+	assert_int_equal(demand_nudge_upto(&d, now), T0);
+	demand_nudge_done(&d, now, T0, 1, 1, 0);
+	assert_int_equal(d.retry_at, now + CFG.nudge_after_ns);
+	/* Before S's deadline, the beat does not look. */
+	demand_ring(&d, now, now);
+	d.next_beat = now + 1;
+	assert_false(demand_duties(&d, now + 1) & DEMAND_NUDGE && d.beat_look);
 	/* No nudges configured: nothing queued, nothing due. */
 	{
 		struct demand_cfg c = CFG;
