@@ -103,9 +103,11 @@ static int run_ncpu(const char *dir, uint64_t ncpu, FILE *csv)
 
 		/* Scenario set-up: idle machine or loaded, armed or not, then a settling pass. */
 		set_states(slots, ncpu, s == S_QUIET || s == S_CREDIT || s == S_PROBE);
-		publisher_set_armed(&p, s == S_ONE || s == S_ALL);
+		bool follow = s == S_ONE || s == S_ALL;
+
 		prepare(&p, slots, ncpu, S_ALL, 0);
-		publisher_pass(&p, s == S_CREDIT, &again);
+		if (!publisher_pass_fold(&p, s == S_CREDIT, follow, &again))
+			publisher_pass_finish(&p, p.served_pub);
 		wakes0 = p.futex_wakes;
 		start = bd_mono_ns();
 		while (n < MAX_PASSES && (n < MIN_PASSES || bd_mono_ns() - start < SCEN_NS)) {
@@ -118,7 +120,9 @@ static int run_ncpu(const char *dir, uint64_t ncpu, FILE *csv)
 						       true); /* as the heartbeat probes */
 				ret = 0;
 			} else {
-				ret = publisher_pass(&p, s == S_CREDIT, &again);
+				ret = publisher_pass_fold(&p, s == S_CREDIT, follow, &again);
+				if (!ret)
+					publisher_pass_finish(&p, p.served_pub);
 			}
 			t1 = bd_mono_ns();
 			if (ret) {

@@ -36,8 +36,13 @@ extern "C" {
 
 /* "BARRIERD" in little-endian byte order. */
 #define BARRIERD_MAGIC 0x4452454952524142ULL
+/*
+ * ABI 1.1 is one layout: the original's words, the extension (statistics, the stop snapshot and
+ * the served word), the doorbell, the per-CPU flags and the slot socket.  A daemon says which of
+ * them it serves with the feature bits below; readers test those, never the minor.
+ */
 #define BARRIERD_ABI_MAJOR 1u
-#define BARRIERD_ABI_MINOR 3u
+#define BARRIERD_ABI_MINOR 1u
 
 /* header.flags, low bits: the daemon's state. */
 #define BARRIERD_FLAG_RUNNING (1ULL << 0) /* a daemon owns the file and publishes */
@@ -57,7 +62,7 @@ extern "C" {
  */
 #define BARRIERD_FEAT_SERVED (1ULL << 18)
 /*
- * ABI 1.2: one uint64_t of BARRIERD_CPUF_* per CPU follows the extension's per-CPU entries, at
+ * One uint64_t of BARRIERD_CPUF_* per CPU follows the extension's per-CPU entries, at
  * barrierd_cpu_flags_offset(ncpu), within ext_size.  Written at the daemon's start; what the
  * kernel and the daemon say about each CPU, never evidence.
  */
@@ -66,7 +71,7 @@ extern "C" {
 #define BARRIERD_CPUF_ISOLATED (1ULL << 1)  /* listed in /sys/devices/system/cpu/isolated */
 #define BARRIERD_CPUF_NUDGE (1ULL << 2)	    /* a nudge thread of the daemon serves it */
 /*
- * ABI 1.3: the daemon hands out the frozen slots map and its program links on a unix socket at
+ * The daemon hands out the frozen slots map and its program links on a unix socket at
  * the state path plus BARRIERD_SLOTS_SOCKET_SUFFIX (docs/PROTOCOL.md §6.12): clients may credit
  * CPUs from the slots themselves (docs/DESIGN.md rule 11).
  */
@@ -186,7 +191,7 @@ struct barrierd_ext {
 	 * when to ring, never evidence.
 	 */
 	uint64_t served_ns;
-	/* ABI 1.2: nudges sent (docs/DESIGN.md, "Nudges"), since the file was laid out. */
+	/* Nudges sent (docs/DEMAND.md, "Nudges"), since the file was laid out. */
 	uint64_t nudges;
 	uint64_t reserved[5];
 	struct barrierd_ext_cpu cpu[]; /* ncpu entries */
@@ -218,7 +223,7 @@ static inline uint64_t barrierd_ext_offset(uint64_t ncpu)
 	return (sizeof(struct barrierd_header) + ncpu * sizeof(struct barrierd_cpu) + 63) & ~63ULL;
 }
 
-/* Where the per-CPU flags start (ABI 1.2, BARRIERD_FEAT_CPU_FLAGS): after ext.cpu[ncpu]. */
+/* Where the per-CPU flags start (BARRIERD_FEAT_CPU_FLAGS): after ext.cpu[ncpu]. */
 static inline uint64_t barrierd_cpu_flags_offset(uint64_t ncpu)
 {
 	return barrierd_ext_offset(ncpu) + sizeof(struct barrierd_ext) +
@@ -232,7 +237,7 @@ static inline uint64_t barrierd_file_size(uint64_t ncpu)
 }
 
 /*
- * The slot socket's reply (ABI 1.3): this record, with SCM_RIGHTS carrying the slots map's
+ * The slot socket's reply: this record, with SCM_RIGHTS carrying the slots map's
  * descriptor, then nlinks link descriptors (1: the sched_switch program's link, which keeps
  * the idle words live while it is held).  One reply per connection.
  */
@@ -262,8 +267,8 @@ BARRIERD_STATIC_ASSERT(offsetof(struct barrierd_slots_msg, nlinks) == 32, "abi")
  * frozen, program-read-only .rodata map, whose one value is struct barrierd_anchor.  It names
  * this run's slots map, sched_switch program, state file (its file handle) and generation: a
  * client that cannot trust the file's owner (a user namespace where root is unmapped) accepts
- * the file and the slots only if they are the objects named there.  Readers of ABI 1.3 read one
- * record and never see it.
+ * the file and the slots only if they are the objects named there.  A reader that knows only
+ * the reply reads one record and never sees it.
  */
 #define BARRIERD_ANCHOR_MAGIC 0x31524f48434e4142ULL /* "BANCHOR1" */
 #define BARRIERD_ANCHOR_HANDLE_MAX 40u
@@ -317,7 +322,7 @@ BARRIERD_STATIC_ASSERT(sizeof(struct barrierd_anchor_msg) == 16, "abi");
  *
  * Errors are negative errno values.  Every function is thread-safe on one handle, except
  * barrierd_close().  The library needs no privilege, makes no bpf() call and only reads the
- * file and, since ABI 1.3, the slots the daemon hands out on its socket (barrierd_direct());
+ * file and the slots the daemon hands out on its socket (barrierd_direct());
  * it is x86-64 only.  A handle holds descriptors (the slots map and a BPF link, close-on-exec)
  * until its first call after their daemon was replaced or stopped, or barrierd_close():
  * closing them behind its back voids the direct path's argument (docs/CLIENT.md); a forked
@@ -359,7 +364,7 @@ struct barrierd_open_opts {
 #define BARRIERD_OPEN_ATTACH_LATER 0x1u
 /*
  * Never credit CPUs from the slots (docs/DESIGN.md rule 11): do not connect to the slot
- * socket, and wait only on what the daemon publishes, as before ABI 1.3.
+ * socket, and wait only on what the daemon publishes, as a reader without BARRIERD_FEAT_DIRECT.
  */
 #define BARRIERD_OPEN_NO_DIRECT 0x2u
 
@@ -449,7 +454,7 @@ bool barrierd_passed_vtime(const struct barrierd *b, uint64_t vtime);
  * what it gets without the fallback: -ESTALE for a ns stamp above the clock, the daemon's
  * answer or -ETIMEDOUT for a vtime).  Those three errors mean membarrier is unavailable:
  * while the daemon is live and a nudge thread of it serves every CPU the wait still lags on
- * (ABI 1.2's per-CPU flags), a wait whose fallback gets one of them goes on waiting for the
+ * (the per-CPU flags), a wait whose fallback gets one of them goes on waiting for the
  * daemon (which serves tickless CPUs by nudges) until its timeout; otherwise, and for a dead or
  * stopped daemon, it returns it.
  */
@@ -499,7 +504,7 @@ const struct barrierd_header *barrierd_mapping(const struct barrierd *b, size_t 
 uint64_t barrierd_open_ns(const struct barrierd *b);
 
 /*
- * Direct evidence (ABI 1.3, docs/DESIGN.md rule 11).  barrierd_open() asks the daemon for the
+ * Direct evidence (docs/DESIGN.md rule 11).  barrierd_open() asks the daemon for the
  * slots (unless BARRIERD_OPEN_NO_DIRECT); with them, barrierd_passed(), barrierd_wait(),
  * barrierd_wait_cpus() and barrierd_barrier() credit CPUs from the slots themselves (a stamp
  * above the barrier's, an idle CPU, the caller's own CPU) and leave the rest to the daemon.

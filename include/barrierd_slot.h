@@ -3,7 +3,7 @@
  * barrierd_slot.h - the per-CPU slot the BPF programs write: slot ABI version 1.
  *
  * The one definition of the slots' layout.  The BPF programs write it, the daemon reads it
- * through a read-only mapping, and since ABI 1.3 (BARRIERD_FEAT_DIRECT) clients map it too,
+ * through a read-only mapping, and with BARRIERD_FEAT_DIRECT clients map it too,
  * from a frozen BPF array the daemon hands out on its socket (docs/PROTOCOL.md §6.12): so this
  * layout is ABI.  One 64-byte slot per possible CPU, at 64 * cpu, written only by programs
  * running on that CPU.  Only linux/types.h: the BPF side includes it too.

@@ -12,7 +12,7 @@
  *
  * direct and file (direct evidence) are barrierd_barrier() on two handles of one file: the default
  * one, which credits CPUs from the daemon's slots itself, and one opened with
- * BARRIERD_OPEN_NO_DIRECT, which waits for the daemon's published words as before ABI 1.3.
+ * BARRIERD_OPEN_NO_DIRECT, which waits for the daemon's published words only.
  * During direct's calls a credit observer records how each CPU was credited (struct credits).
  */
 #include "barrier_method.h"

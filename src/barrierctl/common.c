@@ -410,19 +410,14 @@ void bctl_render_text(FILE *f, const struct bctl_snapshot *s, uint64_t threshold
 	fprintf(f, ", pid %llu, generation %llu, heartbeat %.3f ms ago (period %.0f ms)\n",
 		(unsigned long long)s->daemon_pid, (unsigned long long)s->generation,
 		bctl_ms(bctl_age(s, s->heartbeat_ns)), bctl_ms(period));
-	if (dh == BCTL_HEALTHY && (s->flags & BARRIERD_FLAG_ARMED))
+	if (dh == BCTL_HEALTHY && s->served_ns)
 		fprintf(f,
-			"armed:        yes (following: a client that cannot ring waits, so every "
-			"CPU's next event reaches the daemon)\n");
-	else if (dh == BCTL_HEALTHY && s->served_ns)
-		fprintf(
-		    f,
-		    "armed:        no (busy CPUs signal once past the demand horizon, %.3f ms ago; "
-		    "a waiter rings to raise it)\n",
-		    bctl_ms(bctl_age(s, s->served_ns)));
+			"served:       up to %.3f ms ago (a wait stamped before then is served "
+			"without a ring; a later one rings)\n",
+			bctl_ms(bctl_age(s, s->served_ns)));
 	else if (dh == BCTL_HEALTHY)
-		fprintf(f, "armed:        no (busy CPUs are folded at heartbeats until a waiter "
-			   "rings)\n");
+		fprintf(f, "served:       nothing yet (every wait rings; busy CPUs are folded at "
+			   "heartbeats until one does)\n");
 
 	bctl_format_boot_id(s->boot_id, boot);
 	fprintf(f, "file:         ABI %u.%u, %llu CPUs, flags 0x%llx, boot id %s\n", s->abi_major,

@@ -141,10 +141,10 @@ static void render(FILE *f, const struct bctl_snapshot *s, uint64_t threshold_ns
 	      secs(bctl_effective_period(s)));
 	gauge(f, "barrierd_generation", NULL,
 	      "The state file's generation, bumped at every daemon start.", (double)s->generation);
-	gauge(f, "barrierd_armed", NULL,
-	      "1 while busy CPUs' events reach the daemon as they come (a client that cannot ring "
-	      "waits).",
-	      (s->flags & BARRIERD_FLAG_ARMED) ? 1 : 0);
+	if (s->has_ext && s->served_ns)
+		gauge(f, "barrierd_served_age_seconds", "seconds",
+		      "Age of the served word: a wait stamped before it is served without a ring.",
+		      secs(bctl_age(s, s->served_ns)));
 	gauge(f, "barrierd_global_age_seconds", "seconds",
 	      "Age of the global value (the oldest CPU's evidence).",
 	      secs(bctl_age(s, s->last_ns)));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "daemon.h"
 #include "bd_sync.h"
+#include "demand.h"
 #include "probes.h"
 #include "cpu_hop.h"
 #include "credit.h"
@@ -12,7 +13,6 @@
 #include "nudge.h"
 #include "notify.h"
 #include "publisher.h"
-#include "rate_limit.h"
 #include "sandbox.h"
 #include "slot_server.h"
 #include "anchor.h"
@@ -31,7 +31,6 @@
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 #ifdef BARRIERD_TEST_HOOKS
 #include <linux/futex.h>
@@ -40,42 +39,8 @@
 #endif
 
 #define MAX_AGAIN 8
-/*
- * Fold passes (ring-buffer signals, the heartbeat's fold, a pass that asks to go again) per
- * second, and their burst.  Signals are the busy CPUs' events, which any user makes at will
- * (two threads calling sched_yield() on an armed daemon: ~50 000 a second); the main thread
- * runs at SCHED_FIFO, so without a cap such a user could keep it on a CPU most of the time.
- * Loaded barriers need a few passes each (about 800 a second in a loaded barrier loop here):
- * the cap only delays a fold, and only under such a flood.
- */
-#define FOLD_RATE 5000
-#define FOLD_BURST 64
-/*
- * The follow gate: what one user can make the daemon spend (docs/THREAT-MODEL.md §5).  Following,
- * every CPU's first event after a pass signals (§4.4), so the pass rate is whatever rate of
- * events anyone makes: four unmarked sleepers, woken by every pass, alone kept a 2-CPU
- * machine's daemon at ~4500 passes and ~26 % of a CPU a second.  So while following, a pass of
- * any kind (fold, credit, one that goes again) needs two things:
- *  - a token of FOLLOW_GAP_NS, FOLLOW_BURST: at most one pass a millisecond sustained, the
- *    count bound (a client that cannot ring waits for events a tick apart anyway, 4 ms at
- *    HZ=250; the bursts cover the few passes one barrier takes);
- *  - the daemon's CPU time (every thread: the doorbell thread's rings and the nudges count
- *    too), charged after every pass (follow_charge), within FOLLOW_CPU_PERMILLE of one CPU
- *    with a tolerance of FOLLOW_CPU_WINDOW_NS: the cost bound, whatever one pass costs on this
- *    machine (its wakes, counts and wake-up: 30-160 us on a 2-vCPU VM, the more the busier it
- *    is).  The gap thus adapts: 1 ms where passes are cheap, longer where they are not;
- *  - but never longer than FOLLOW_MAX_GAP_NS (the idle-credit interval's default): the work
- *    of the other threads (a ring flood wakes the doorbell thread up to --max-credit-rate
- *    times a second) must not starve the passes, which every waiter needs.
- * The gate decides only when the daemon looks, never what counts as evidence.
- */
-#define FOLLOW_GAP_NS (1000000ULL)
-#define FOLLOW_BURST 8
-#define FOLLOW_CPU_PERMILLE 40
-#define FOLLOW_CPU_WINDOW_NS (40000000ULL)
-#define FOLLOW_MAX_GAP_NS (10000000ULL)
 
-enum { EV_RB = 1, EV_DOORBELL, EV_TIMER, EV_SIGNAL, EV_CREDIT, EV_FOLD, EV_NUDGE };
+enum { EV_RB = 1, EV_DOORBELL, EV_SIGNAL };
 
 struct daemon {
 	const struct barrierd_options *o;
@@ -83,34 +48,22 @@ struct daemon {
 	struct probes probes;
 	struct publisher pub;
 	struct doorbell bell;
-	struct nudger nudger;	    /* started only with --nudge-after > 0 and SCHED_FIFO allowed */
-	struct slot_server slots;   /* the slot socket (rule 11); lfd -1 when not served */
-	struct anchor anchor;	    /* this run's identity for the slot socket (anchor.h) */
-	uint64_t generation;	    /* this run's: fixed before the anchor names it */
-	struct nudge_queue nq;	    /* rings whose nudge deadline has not come */
-	bool *nudge_want;	    /* per CPU, publisher_nudge_targets' answer */
-	uint64_t nudge_due;	    /* when nfd fires (absolute), 0: not set */
-	uint64_t retry_h, retry_at; /* a horizon looked at again (on_nudge_timer); 0: none */
-	unsigned retry_idle;	    /* looks in a row that found CPUs lagging, nobody waiting */
-	uint64_t tracked_at;	    /* when a following pass's horizon was last queued */
-	bool track_pending;	    /* one was skipped since: queue it at tracked_at + interval */
-	int epfd, tfd, sfd, cfd, ffd, nfd, online_fd;
+	struct nudger nudger;	  /* started only with --nudge-after > 0 and SCHED_FIFO allowed */
+	struct slot_server slots; /* the slot socket (rule 11); lfd -1 when not served */
+	struct anchor anchor;	  /* this run's identity for the slot socket (anchor.h) */
+	uint64_t generation;	  /* this run's: fixed before the anchor names it */
+	struct demand dm;	  /* when to look: every decision (demand.h) */
+	bool *nudge_can, *nudge_lag, *nudge_want; /* per CPU, for a nudge look */
+	long *nudge_own;			  /* per CPU: its own words' sleepers */
+	int epfd, sfd, online_fd;
+	bool no_pwait2;		/* the kernel has no epoll_pwait2: millisecond timeouts */
+	bool followed;		/* following as last logged (note_following) */
+	uint64_t follow_logged; /* when a start of following was last logged */
+	bool rb_paused;		/* the ring buffer unwatched (demand: out of pass tokens) */
+	bool bell_paused;	/* the doorbell's eventfd unwatched (following, out of tokens) */
 	struct notifier notify;
-	struct rate_limit credit_limit; /* --max-credit-rate, with a burst */
-	struct rate_limit fold_limit;	/* FOLD_RATE, FOLD_BURST */
-	struct rate_limit follow_limit; /* FOLLOW_GAP_NS, FOLLOW_BURST */
-	bool rb_paused;	     /* out of tokens: the ring buffer unwatched until ffd fires */
-	bool bell_paused;    /* out of follow tokens: the doorbell's eventfd unwatched until ffd */
-	uint64_t cpu_mark;   /* the daemon's CPU time at the latest follow_charge */
-	uint64_t cpu_tat;    /* the CPU budget's theoretical arrival time (follow_charge) */
-	uint64_t paused_due; /* when ffd fires (absolute), while paused */
-	uint64_t last_credit_ns; /* when the latest credit pass ran */
-	uint64_t next_watchdog_ns, next_status_ns, next_probe_ns;
-	uint64_t armed_until, tick_ns;
-	uint64_t credit_due; /* when cfd fires (absolute CLOCK_MONOTONIC), 0: not set */
-	bool credit_pending;
-	uint64_t credit_asked_ns; /* when the pending credit pass was asked for */
-	bool deferring;		/* it waits for busy CPUs' events past the horizon (take_credit) */
+	uint64_t cpu_mark; /* the daemon's CPU time at the latest charge (demand_charge) */
+	uint64_t next_watchdog_ns, next_status_ns;
 	uint64_t rings_counted; /* bell.heard as last added to ext.doorbell_rings */
 	bool foreign;		/* another process wrote the file: reset it at the stop */
 	bool sandboxed;		/* the filter is in force: no unlinkat from here on */
@@ -153,15 +106,9 @@ static void hook_release(struct daemon *d, uint32_t how)
 }
 #endif
 
-/* The follow gate (FOLLOW_GAP_NS), defined with the main loop's events. */
-static void pause_events(struct daemon *d, uint64_t now);
-static uint64_t follow_next(const struct daemon *d, uint64_t now);
-
-/* How long the daemon follows after the last sign of a client that cannot ring. */
-#define ARM_HOLD_NS (1000000000ULL)
 /*
  * A busy CPU not heard from for this long runs without ticks (nohz_full): a credit pass does
- * not wait for its signal (take_credit).  Several ticks at HZ=100.
+ * not wait for its signal (demand.c, take_credit).  Several ticks at HZ=100.
  */
 #define OWED_SILENT_NS (20 * 1000000ULL)
 /* Per-CPU words probed for sleeping waiters at each heartbeat (rotating). */
@@ -174,148 +121,33 @@ static uint64_t follow_next(const struct daemon *d, uint64_t now);
  * What each costs that CPU is two switches, at most --max-nudge-rate times a second.
  */
 #define NUDGE_PRIORITY 99
-/* Looks again at CPUs that lag a ring with nobody asleep for them yet: how often, from when. */
-#define NUDGE_RETRIES 4
-#define NUDGE_RETRY_NS (1000000ULL)
-/* A following daemon's horizons, queued for nudges at most this often. */
-#define NUDGE_TRACK_NS (1000000ULL)
 
 /*
- * The tick: the heartbeat, the probe for waiters, the watchdog and the disarm check.  Every
- * wake-up costs tens of microseconds of CPU on a virtual machine, so the daemon ticks only at
- * its heartbeat, armed or not; the slow idle credit has a one-shot timer of its own.
+ * Wait for events until `due` (absolute CLOCK_MONOTONIC; 0: no time set), or only look if
+ * `poll`.  The loop's one timer is this wait's timeout: epoll_pwait2 takes it to the nanosecond
+ * (an epoll timeout in milliseconds turned a 100 us credit gap into 1 ms), and it costs no
+ * timerfd_settime and no read of an expiry at each wake-up, which the idle peek makes often.
+ * Kernels without it (before 5.11): epoll_wait, rounded up to the millisecond.
  */
-static void set_tick(struct daemon *d, uint64_t tick_ns)
+static int wait_events(struct daemon *d, struct epoll_event *evs, int max, uint64_t due, bool poll)
 {
-	struct itimerspec its;
+	struct timespec ts = {0, 0};
+	uint64_t now, rel = 0;
+	int n;
 
-	/* The watchdog is pinged from this timer: tick at least four times per interval. */
-	if (d->notify.watchdog_ns && tick_ns > d->notify.watchdog_ns / 4)
-		tick_ns = d->notify.watchdog_ns / 4;
-	if (tick_ns == d->tick_ns)
-		return;
-	d->tick_ns = tick_ns;
-	its.it_interval.tv_sec = (time_t)(tick_ns / 1000000000ULL);
-	its.it_interval.tv_nsec = (long)(tick_ns % 1000000000ULL);
-	its.it_value = its.it_interval;
-	timerfd_settime(d->tfd, 0, &its, NULL);
-}
-
-/* A client that cannot ring waits: follow every pass, and keep doing so for ARM_HOLD_NS after. */
-static void arm(struct daemon *d, uint64_t now)
-{
-	d->armed_until = now + ARM_HOLD_NS;
-	publisher_set_armed(&d->pub, true);
-}
-
-static void disarm(struct daemon *d)
-{
-	publisher_set_armed(&d->pub, false);
-}
-
-/* Arm a one-shot timerfd for an absolute CLOCK_MONOTONIC time: 0 disarms it, a time already
- * past fires at once. */
-static void timer_at(int fd, uint64_t due)
-{
-	struct itimerspec its = {{0, 0}, {0, 0}};
-
-	its.it_value.tv_sec = (time_t)(due / 1000000000ULL);
-	its.it_value.tv_nsec = (long)(due % 1000000000ULL);
-	timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL);
-}
-
-/* A credit pass is wanted (a ring, a sleeper that cannot ring, the slow idle credit). */
-static void ask_credit(struct daemon *d, uint64_t now)
-{
-	if (!d->credit_pending)
-		d->credit_asked_ns = now;
-	d->credit_pending = true;
-}
-
-/*
- * The credit timer, one-shot, set before every sleep of the main loop to the next moment a
- * credit pass is due:
- *  - a pending credit pass (a ring) that the rate limit holds back: when the limit allows it
- *    (to the nanosecond: an epoll timeout in milliseconds turned a 100 µs gap into 1 ms);
- *  - slow idle credit for clients that cannot ring (docs/DESIGN.md, "The heartbeat fold and
- *    the slow idle-credit timer"): while armed, when an idle,
- *    offline or unknown CPU will have held the global value back for the interval, that is
- *    at held value + interval exactly.  A periodic check would add up to one more interval
- *    (10-20 ms instead of at most 10), and a wake-up per interval even on a loaded machine,
- *    where no CPU holds anything back.
- */
-static void schedule_credit(struct daemon *d)
-{
-	uint64_t held, due = 0;
-
-	if (d->credit_pending) {
-		uint64_t now = bd_mono_ns();
-
-		due = rate_limit_next(&d->credit_limit, now);
-		/* Following, a credit pass needs a follow token too (take_credit). */
-		if (d->pub.armed && follow_next(d, now) > due)
-			due = follow_next(d, now);
-		if (d->deferring && due < d->credit_asked_ns + d->o->idle_credit_interval_ns)
-			due = d->credit_asked_ns + d->o->idle_credit_interval_ns;
-	} else if (d->pub.armed && publisher_idle_hold(&d->pub, &held)) {
-		/*
-		 * Counted from the latest credit pass too: a CPU that credit cannot move (UNKNOWN:
-		 * no switch seen on it yet) would otherwise make the due time past forever and
-		 * the credit passes run at the rate limit.
-		 */
-		due = (held > d->last_credit_ns ? held : d->last_credit_ns) +
-		      d->o->idle_credit_interval_ns;
-	}
-
-	if (due == d->credit_due)
-		return;
-	d->credit_due = due;
-	timer_at(d->cfd, due);
-}
-
-/*
- * Nudges (docs/DESIGN.md, "Nudges"): each ring's horizon waits in nq for its deadline, horizon +
- * --nudge-after; nfd is set to the oldest.
- */
-static void schedule_nudge(struct daemon *d)
-{
-	uint64_t due = nudge_queue_next(&d->nq, d->o->nudge_after_ns);
-
-	if (d->retry_at && (!due || d->retry_at < due))
-		due = d->retry_at;
-	if (d->track_pending && (!due || d->tracked_at + NUDGE_TRACK_NS < due))
-		due = d->tracked_at + NUDGE_TRACK_NS;
-
-	if (due == d->nudge_due)
-		return;
-	d->nudge_due = due;
-	timer_at(d->nfd, due);
-}
-
-/*
- * The horizon rose for a waiter (a ring, a sleeper that cannot ring, a following pass): its nudge
- * deadline.  A following daemon moves the horizon at every pass: those are taken at most once per
- * NUDGE_TRACK_NS (coalesce); one skipped is queued when that interval ends (track_pending,
- * on_nudge_timer), so the last pass's horizon is never lost.
- */
-static void nudge_track(struct daemon *d, bool coalesce)
-{
-	uint64_t now;
-
-	if (!d->nudge_want)
-		return;
-	if (coalesce) {
+	if (!poll && due) {
 		now = bd_mono_ns();
-		if (now < d->tracked_at + NUDGE_TRACK_NS) {
-			d->track_pending = true;
-			schedule_nudge(d);
-			return;
-		}
-		d->tracked_at = now;
-		d->track_pending = false;
+		rel = due > now ? due - now : 0;
+		ts.tv_sec = (time_t)(rel / 1000000000ULL);
+		ts.tv_nsec = (long)(rel % 1000000000ULL);
 	}
-	nudge_queue_push(&d->nq, d->pub.horizon);
-	schedule_nudge(d);
+	if (!d->no_pwait2) {
+		n = epoll_pwait2(d->epfd, evs, max, poll || due ? &ts : NULL, NULL);
+		if (n >= 0 || errno != ENOSYS)
+			return n;
+		d->no_pwait2 = true;
+	}
+	return epoll_wait(d->epfd, evs, max, poll ? 0 : due ? (int)((rel + 999999) / 1000000) : -1);
 }
 
 /*
@@ -340,65 +172,33 @@ static void refresh_nudge_flags(struct daemon *d)
 }
 
 /*
- * nfd fired: every ring whose deadline came, and the CPUs that still lag the latest of them and
- * that someone waits for, nudged (each within its rate limit).  A CPU that lags it has lagged
- * every earlier one too.  While a CPU still lags it, the horizon is looked at again: after
- * max(--nudge-after, NUDGE_RETRY_NS) while someone waits for a lagging CPU (a nudge held back by
- * the rate limit, run elsewhere or kept out), not before the rate limit allows the held one; and
- * NUDGE_RETRIES times at doubling intervals from NUDGE_RETRY_NS while nobody is asleep for them
- * yet (a ringer not yet in its futex wait: a slow machine, a short --nudge-after); a newer
- * horizon starts those anew.  A wait whose stamp the horizon covers does not ring again for
- * 20 ms (PROTOCOL.md §6.8): until then these looks are what serve it.
+ * A nudge look is due (docs/DEMAND.md, "Nudges"): the demand unit names the served time the
+ * CPUs must pass, the publisher finds who lags it and who sleeps, the demand unit picks whom to
+ * nudge, and each is nudged within its rate limit.
  */
-static void on_nudge_timer(struct daemon *d)
+static void nudge_look(struct daemon *d, uint64_t now)
 {
-	uint64_t v, now, upto, lagging = 0, targets = 0, sent = 0, held_until = 0;
+	uint64_t upto = demand_nudge_upto(&d->dm, now), lagging, targets, sent = 0;
+	uint64_t held_until = 0;
+	long global;
 
-	/* One-shot: it fired (or we were woken for it); the queue decides either way. */
-	if (read(d->nfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		log_debug("nudge timer: %s", strerror(errno));
-	d->nudge_due = 0;
-	now = bd_mono_ns();
-	if (d->track_pending && now >= d->tracked_at + NUDGE_TRACK_NS) {
-		d->tracked_at = now;
-		d->track_pending = false;
-		nudge_queue_push(&d->nq, d->pub.horizon);
-	}
-	upto = nudge_queue_due(&d->nq, now, d->o->nudge_after_ns);
-	if (upto > d->retry_h)
-		d->retry_idle = 0; /* a newer horizon: looks of its own */
-	if (d->retry_at && now >= d->retry_at && d->retry_h > upto)
-		upto = d->retry_h;
-	if (d->retry_at && now >= d->retry_at)
-		d->retry_at = 0;
-	if (upto) {
-		for (uint64_t c = 0; c < d->sf.ncpu; c++)
-			d->nudge_want[c] = nudger_can(&d->nudger, c);
-		targets =
-		    publisher_nudge_targets(&d->pub, upto, sched_getcpu(), d->nudge_want, &lagging);
-		for (uint64_t c = 0; c < d->sf.ncpu && targets; c++)
-			if (d->nudge_want[c] && nudger_nudge(&d->nudger, c, now, &held_until)) {
-				sent++;
-				log_debug("nudged cpu %llu: it lags a ring %.3f ms old",
-					  (unsigned long long)c, (double)(now - upto) / 1e6);
-			}
-		if (sent)
-			bd_store(&d->sf.ext->nudges, bd_load(&d->sf.ext->nudges) + sent);
-		d->retry_idle = lagging && !targets ? d->retry_idle + 1 : 0;
-		if (lagging && d->retry_idle <= NUDGE_RETRIES) {
-			uint64_t gap = d->o->nudge_after_ns > NUDGE_RETRY_NS ? d->o->nudge_after_ns
-									     : NUDGE_RETRY_NS;
-
-			if (!targets)
-				gap = NUDGE_RETRY_NS << (d->retry_idle - 1);
-			d->retry_h = upto;
-			d->retry_at = now + gap > held_until ? now + gap : held_until;
-		} else {
-			d->retry_idle = 0;
-			d->retry_at = 0;
+	if (!upto)
+		return;
+	for (uint64_t c = 0; c < d->sf.ncpu; c++)
+		d->nudge_can[c] = nudger_can(&d->nudger, c);
+	lagging = publisher_nudge_facts(&d->pub, upto, sched_getcpu(), d->nudge_can, d->nudge_lag,
+					d->nudge_own, &global);
+	targets = demand_nudge_pick(d->sf.ncpu, d->nudge_can, d->nudge_lag, d->nudge_own, global,
+				    lagging, d->nudge_want);
+	for (uint64_t c = 0; c < d->sf.ncpu && targets; c++)
+		if (d->nudge_want[c] && nudger_nudge(&d->nudger, c, now, &held_until)) {
+			sent++;
+			log_debug("nudged cpu %llu: it lags a served time %.3f ms old",
+				  (unsigned long long)c, (double)(now - upto) / 1e6);
 		}
-	}
-	schedule_nudge(d);
+	if (sent)
+		bd_store(&d->sf.ext->nudges, bd_load(&d->sf.ext->nudges) + sent);
+	demand_nudge_done(&d->dm, now, upto, lagging, targets, held_until);
 }
 
 static int add_fd(int epfd, int fd, uint64_t tag)
@@ -611,8 +411,16 @@ static int start_threads(struct daemon *d, char *err, size_t errlen)
 		    "a nudge causes would stamp nothing");
 	else if (o->nudge_after_ns) {
 		ret = nudger_start(&d->nudger, d->sf.ncpu, NUDGE_PRIORITY, o->max_nudge_rate);
-		if (!ret)
+		if (!ret) {
 			d->nudge_want = calloc(d->sf.ncpu, sizeof(*d->nudge_want));
+			d->nudge_can = calloc(d->sf.ncpu, sizeof(*d->nudge_can));
+			d->nudge_lag = calloc(d->sf.ncpu, sizeof(*d->nudge_lag));
+			d->nudge_own = calloc(d->sf.ncpu, sizeof(*d->nudge_own));
+			if (!d->nudge_can || !d->nudge_lag || !d->nudge_own) {
+				free(d->nudge_want);
+				d->nudge_want = NULL;
+			}
+		}
 		if (ret || !d->nudge_want) {
 			log_warn("nudges off: %s",
 				 ret == -EPERM ? "no permission for SCHED_FIFO, which a nudge needs"
@@ -632,7 +440,7 @@ static int start_threads(struct daemon *d, char *err, size_t errlen)
  * past the liveness bound (694 ms with 200 spinning threads on 2 CPUs, against 300 ms), and
  * every waiter then takes the daemon for dead.  SCHED_FIFO 1 when permitted, as the doorbell
  * thread.  What it does is capped by rate, whoever makes the events: credit passes by
- * --max-credit-rate, folds by FOLD_RATE (take_fold), the rest by its timers.
+ * --max-credit-rate, folds by the demand unit's fold cap, the rest by its timeouts.
  */
 static void raise_main_priority(void)
 {
@@ -647,31 +455,21 @@ static void raise_main_priority(void)
 			 strerror(ret));
 }
 
-/* The event loop's descriptors: epoll, the timers, the signalfd for the stop signals. */
+/* The event loop's descriptors: epoll and the signalfd for the stop signals (no timers: the
+ * loop's one timeout is epoll_pwait2's, at the time the demand unit names). */
 static int setup_event_loop(struct daemon *d, const sigset_t *mask, char *err, size_t errlen)
 {
-	const struct barrierd_options *o = d->o;
 	int ret;
 
 	d->epfd = epoll_create1(EPOLL_CLOEXEC);
-	d->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	d->cfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	d->ffd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	d->nfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	d->sfd = signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (d->epfd < 0 || d->tfd < 0 || d->cfd < 0 || d->ffd < 0 || d->nfd < 0 || d->sfd < 0) {
+	if (d->epfd < 0 || d->sfd < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot set up the event loop: %s", strerror(-ret));
 		return ret;
 	}
-	set_tick(d, o->heartbeat_period_ns); /* disarmed until someone waits */
-	if (o->always_armed)
-		arm(d, bd_mono_ns());
 	if ((ret = add_fd(d->epfd, probes_rb_fd(&d->probes), EV_RB)) ||
 	    (ret = add_fd(d->epfd, d->bell.efd, EV_DOORBELL)) ||
-	    (ret = add_fd(d->epfd, d->tfd, EV_TIMER)) ||
-	    (ret = add_fd(d->epfd, d->cfd, EV_CREDIT)) ||
-	    (ret = add_fd(d->epfd, d->ffd, EV_FOLD)) || (ret = add_fd(d->epfd, d->nfd, EV_NUDGE)) ||
 	    (ret = add_fd(d->epfd, d->sfd, EV_SIGNAL))) {
 		snprintf(err, errlen, "cannot set up the event loop: %s", strerror(-ret));
 		return ret;
@@ -729,9 +527,10 @@ static int publish_running(struct daemon *d, char *err, size_t errlen)
 	 */
 	{
 		uint64_t f = bd_load(&h->flags);
+		/* ARMED is never set (docs/DEMAND.md): a previous daemon's is cleared here. */
 		uint64_t run = BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION |
 			       BARRIERD_FEAT_DOORBELL | BARRIERD_FEAT_SERVED |
-			       BARRIERD_FEAT_CPU_FLAGS | (d->pub.armed ? BARRIERD_FLAG_ARMED : 0) |
+			       BARRIERD_FEAT_CPU_FLAGS |
 			       (d->slots.started ? BARRIERD_FEAT_DIRECT : 0);
 
 		if (!bd_cas(&h->flags, &f, run)) {
@@ -796,7 +595,7 @@ static int setup(struct daemon *d, char *err, size_t errlen)
 }
 
 /*
- * The per-CPU flags (ABI 1.2): what the kernel says of each CPU (nohz_full, isolated: no
+ * The per-CPU flags: what the kernel says of each CPU (nohz_full, isolated: no
  * file is an empty list) and whether a nudge thread serves it.  Before the sandbox: sysfs.
  */
 static void publish_cpu_flags(struct daemon *d)
@@ -869,105 +668,106 @@ static uint64_t daemon_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/*
- * After a pass: the daemon's CPU time since the previous charge (the pass, whatever woke it or
- * ran between, the other threads' work) costs the CPU budget used / FOLLOW_CPU_PERMILLE of wall
- * time (GCRA, as rate_limit.h, with a tolerance of FOLLOW_CPU_WINDOW_NS), the debt capped so
- * that the next pass waits at most FOLLOW_MAX_GAP_NS.  Charged only while following: the gate
- * is following's.
- */
-static void follow_charge(struct daemon *d, uint64_t now)
+/* The demand unit's facts now, against its horizon. */
+static void gather(struct daemon *d, struct demand_facts *f)
 {
-	uint64_t cpu = daemon_cpu_ns(), used = cpu - d->cpu_mark;
-
-	d->cpu_mark = cpu;
-	if (!d->pub.armed)
-		return;
-	if (d->cpu_tat < now)
-		d->cpu_tat = now;
-	d->cpu_tat += used * 1000 / FOLLOW_CPU_PERMILLE;
-	if (d->cpu_tat > now + FOLLOW_CPU_WINDOW_NS + FOLLOW_MAX_GAP_NS)
-		d->cpu_tat = now + FOLLOW_CPU_WINDOW_NS + FOLLOW_MAX_GAP_NS;
-}
-
-/* When following allows the next pass: a follow token and the CPU budget (follow_charge). */
-static uint64_t follow_next(const struct daemon *d, uint64_t now)
-{
-	uint64_t t = rate_limit_next(&d->follow_limit, now);
-	uint64_t c = d->cpu_tat > FOLLOW_CPU_WINDOW_NS ? d->cpu_tat - FOLLOW_CPU_WINDOW_NS : 0;
-
-	return c > t ? c : t;
+	*f = (struct demand_facts){0};
+	publisher_facts(&d->pub, d->dm.horizon, sched_getcpu(), bd_mono_ns(), OWED_SILENT_NS, f);
 }
 
 /*
- * A fold token, and a follow token while following (FOLLOW_GAP_NS): both or neither.  A credit
- * pass takes a credit token instead of the fold token, and the follow token too (take_credit).
+ * The demand unit raised H (and S): the handshake for H, then S published.  A stamp that moved
+ * under the handshake may not have signalled: a pass folds it.
  */
-static bool take_pass_tokens(struct daemon *d, uint64_t now)
+static int raise_served(struct daemon *d)
 {
-	bool follow = d->pub.armed;
+	int ret = publisher_raise(&d->pub, d->dm.horizon);
 
-	if (rate_limit_next(&d->fold_limit, now) > now || (follow && follow_next(d, now) > now))
-		return false;
-	rate_limit_take(&d->fold_limit, now);
-	if (follow)
-		rate_limit_take(&d->follow_limit, now);
-	return true;
+	if (ret < 0) {
+		foreign_or_fault(d);
+		return ret;
+	}
+	if (ret > 0)
+		d->dm.fold_asked = true;
+	publisher_publish_served(&d->pub, d->dm.served);
+	return 0;
 }
 
-/* Run a pass, repeating while the watermark handshake asks for it. */
+/*
+ * One pass as the demand unit asked, repeated while the watermark handshake asks for it and a
+ * token allows: each fold is followed by the demand unit's S (published before the wakes, so a
+ * waiter the pass wakes reads it), its count of sleepers that cannot ring, and the charge.
+ */
 static int run_pass(struct daemon *d, bool credit)
 {
-	bool again = true;
+	struct demand_facts f;
+	bool again = false, follow = d->dm.following, recount = false;
 	int ret = 0;
 
-	for (int i = 0; i < MAX_AGAIN && again; i++) {
-		/* Each pass after the first is a fold of its own: it takes a token (take_fold). */
-		if (i > 0 && !take_pass_tokens(d, bd_mono_ns()))
-			break; /* again stays true: the loop defers it to ffd */
-		ret = publisher_pass(&d->pub, credit && i == 0, &again);
+	for (int i = 0; i < MAX_AGAIN; i++) {
+		ret = publisher_pass_fold(&d->pub, credit && i == 0, follow, &again);
 		if (ret == -EBUSY)
 			foreign_or_fault(d);
 		if (ret)
 			return ret;
+		gather(d, &f);
+		f.legacy = d->pub.legacy;
+		/* Each pass after the first is a fold of its own: it takes a token. */
+		recount = demand_after_pass(
+		    &d->dm, &f, d->pub.horizon, credit && i == 0,
+		    again && (i + 1 == MAX_AGAIN || !demand_again(&d->dm, f.now)));
+		publisher_pass_finish(&d->pub, d->dm.served);
+		if (!again || d->dm.fold_asked)
+			break;
 	}
 	ret = publisher_heartbeat(&d->pub, bd_mono_ns());
 	if (ret) {
 		foreign_or_fault(d);
 		return ret;
 	}
-	return again ? 1 : 0;
+	{
+		uint64_t cpu = daemon_cpu_ns();
+
+		demand_charge(&d->dm, bd_mono_ns(), cpu - d->cpu_mark);
+		d->cpu_mark = cpu;
+	}
+	/* Sleepers that cannot ring, counted before the wakes: still asleep after them? */
+	if (recount) {
+		bool raise;
+
+		gather(d, &f);
+		f.legacy = publisher_count_legacy(&d->pub, 0, NULL, false);
+		demand_legacy_asleep(&d->dm, &f, &raise);
+		if (raise)
+			return raise_served(d);
+	}
+	return 0;
 }
 
-/* ---- the main loop's events ----------------------------------------------------------------- */
-
 /*
- * A ring to serve, whose ringers all stamped before `when`: raise the horizon to it, ask for a
- * credit pass, track it for nudges.  A later `when` would ask for events the ringers do not
- * need (a CPU that passed their stamps just before it would be waited for); the credit pass
- * reads r after this (DESIGN 4.2).
+ * Rings to serve, whose ringers all stamped before `when` (DEMAND.md, "The doorbell"): the
+ * demand unit raises H and S to it and asks for a credit pass, which reads r after this.  A later
+ * `when` would ask for events the ringers do not need.
  */
 static int serve_ring(struct daemon *d, uint64_t now, uint64_t when)
 {
-	int ret = publisher_raise(&d->pub, when);
+	int ret;
 
-	if (ret) {
-		foreign_or_fault(d);
+	demand_ring(&d->dm, now, when);
+	ret = raise_served(d);
+	if (ret)
 		return ret;
-	}
 	/* Only if our switch away from it stamps it (publisher_quiet). */
 	if (d->probes.switch_stamps)
 		publisher_quiet(&d->pub, sched_getcpu());
-	ask_credit(d, now);
-	nudge_track(d, false);
 	return 0;
 }
 
 /*
  * A client rang the doorbell (or the doorbell's wait expired: a ring may have been lost): count
- * the rings and serve them.  The ringer stamped before it rang, and the doorbell thread
- * read its clock when the ring woke it: every stamp of a ring drained here is earlier than the
- * latest such reading, the horizon.
+ * the rings and serve them.  The ringer stamped before it rang, and the doorbell thread read its
+ * clock when the ring woke it: every stamp of a ring drained here is earlier than the latest such
+ * reading.
  */
 static int on_doorbell(struct daemon *d)
 {
@@ -988,36 +788,25 @@ static int on_doorbell(struct daemon *d)
 	ret = serve_ring(d, now, woke && woke < now ? woke : now);
 	if (ret)
 		return ret;
-	/*
-	 * Rings faster than the doorbell's rate (a waiter in a tight loop): a ring per barrier
-	 * costs more than following, and lost rings cost the ringers 1 ms sleeps.  Follow: then
-	 * library waiters need not ring for busy CPUs (NO_RING_ARMED).
-	 */
 	if (__atomic_exchange_n(&d->bell.saturated, 0, __ATOMIC_RELAXED))
-		arm(d, now);
+		demand_saturated(&d->dm, now);
 	return 0;
 }
 
 /*
- * The tick (set_tick): the foreign-writer check, the heartbeat, the watchdog, the status line,
- * the probe for sleeping waiters and the disarm check.  *fold: a pass is due.  0, or -EBUSY
- * (another writer: stop).
+ * The heartbeat's duties: the foreign-writer check, the heartbeat, the watchdog, the status
+ * line, the nudge flags and the doorbell thread's place.  0, or -EBUSY (another writer: stop).
  */
-static int on_tick(struct daemon *d, bool *beat)
+static int beat(struct daemon *d, uint64_t now)
 {
-	uint64_t v, now;
-	int ret;
-
-	if (read(d->tfd, &v, sizeof(v)) < 0)
-		return 0;
 	/*
 	 * The file itself before any of its words: truncated (the mapping would fault), replaced
 	 * or removed (we would publish into an inode no new client opens).  Two stats a period.
 	 */
-	ret = state_file_check(&d->sf);
+	int ret = state_file_check(&d->sf);
+
 	if (ret)
 		return ret;
-	now = bd_mono_ns();
 	/* The heartbeat vouches for every word below it: checked first (DESIGN rule 10). */
 	ret = publisher_heartbeat(&d->pub, now);
 	if (ret) {
@@ -1043,54 +832,50 @@ static int on_tick(struct daemon *d, bool *beat)
 	if (doorbell_moved(&d->bell)) {
 		log_debug(
 		    "doorbell: its thread was moved off its word: serving the rings it missed");
-		ret = serve_ring(d, now, now);
-		if (ret)
-			return ret;
+		return serve_ring(d, now, now);
 	}
-	/*
-	 * Clients of the original layout cannot ring: find them sleeping on the words, without
-	 * waking them, and follow while they wait.  A fold at each heartbeat also keeps idle
-	 * views of the file fresh.
-	 */
-	if (now >= d->next_probe_ns) {
-		d->next_probe_ns = now + d->o->heartbeat_period_ns;
-		long global;
-
-		if (publisher_count_legacy(&d->pub, PROBE_CPUS, &global, true) > 0)
-			arm(d, now);
-		/*
-		 * Anyone can queue on the mark and so hide an original-layout sleeper from the
-		 * count.  Whoever sleeps on a global word while an idle CPU has held the global
-		 * value back for a whole period gets a credit pass at the heartbeat: a library
-		 * client would have rung for it long before, so this costs nothing otherwise.
-		 */
-		if (global > 0 &&
-		    publisher_idle_holds_back(&d->pub, now, d->o->heartbeat_period_ns))
-			ask_credit(d, now);
-		*beat = true;
-	}
-	if (d->pub.armed && now >= d->armed_until && !d->o->always_armed)
-		disarm(d);
 	return 0;
 }
 
-/* The credit timer (schedule_credit) fired: is the slow idle credit still due? */
-static void on_credit_timer(struct daemon *d)
+/*
+ * Count the sleepers that cannot ring (original-layout clients), without waking them: the
+ * heartbeat's probe (global words and PROBE_CPUS per-CPU words, confirmed) or the peek between
+ * (global words only).  The demand unit decides what follows.
+ */
+static int probe(struct daemon *d, bool full)
 {
-	uint64_t v, now;
+	struct demand_facts f;
+	bool raise;
+	long global;
+	long n = publisher_count_legacy(&d->pub, full ? PROBE_CPUS : 0, &global, true);
 
-	if (read(d->cfd, &v, sizeof(v)) < 0)
-		return;
-	d->credit_due = 0; /* one-shot: it fired, it is unset */
-	/*
-	 * A pending pass is checked against the limit in take_credit.  Otherwise: still armed,
-	 * and the hold still that old (a pass may have moved it)?
-	 */
-	now = bd_mono_ns();
-	if (!d->credit_pending && d->pub.armed &&
-	    now >= d->last_credit_ns + d->o->idle_credit_interval_ns &&
-	    publisher_idle_holds_back(&d->pub, now, d->o->idle_credit_interval_ns))
-		ask_credit(d, now);
+	gather(d, &f);
+	f.legacy = n;
+	f.global = global;
+	demand_probed(&d->dm, &f, full, &raise);
+	return raise ? raise_served(d) : 0;
+}
+
+/*
+ * Watch the ring buffer and the doorbell's eventfd or not, as the demand unit's pause says: out
+ * of tokens, their events would only wake us to find none.  The doorbell's only while
+ * following (a ring's credit pass has a cap of its own); the eventfd keeps counting meanwhile.
+ */
+static void watch(struct daemon *d)
+{
+	struct epoll_event ev = {.events = d->dm.paused ? 0 : EPOLLIN, .data.u64 = EV_RB};
+	bool bell = d->dm.paused && d->dm.following;
+
+	if (d->rb_paused != d->dm.paused) {
+		epoll_ctl(d->epfd, EPOLL_CTL_MOD, probes_rb_fd(&d->probes), &ev);
+		d->rb_paused = d->dm.paused;
+	}
+	if (d->bell_paused != bell) {
+		ev.events = bell ? 0 : EPOLLIN;
+		ev.data.u64 = EV_DOORBELL;
+		epoll_ctl(d->epfd, EPOLL_CTL_MOD, d->bell.efd, &ev);
+		d->bell_paused = bell;
+	}
 }
 
 /* A signal: true to stop.  The test-hook build detaches sched_switch on SIGUSR1 and SIGUSR2. */
@@ -1119,160 +904,58 @@ static bool on_signal(struct daemon *d)
 }
 
 /*
- * A credit pass asked for (a ring, the credit timer) and allowed now?  It waits, for at most
- * the idle-credit interval after it was asked for, while a busy CPU owes an event past the
- * horizon (publisher_owed): run now, it would complete none of the barriers behind the
- * horizon and a second pass would follow that CPU's signal.  Waiting, it runs once, when the
- * last such signal came.  Credit is timeless (r is read in the pass, later is as good).  If
- * then no CPU behind the horizon needs credit (all were busy), the pass is a fold (*fold):
- * under the fold cap, not the credit cap, which bounds only what credit costs.
+ * Following started or stopped (the demand unit's decision): logged, a start at most once a
+ * minute, since anyone can make the daemon follow.
  */
-static bool take_credit(struct daemon *d, bool *fold)
+static void note_following(struct daemon *d, uint64_t now)
 {
-	uint64_t now;
-	int here;
-
-	d->deferring = false;
-	if (!d->credit_pending)
-		return false;
-	now = bd_mono_ns();
-	here = sched_getcpu();
-	if (now < d->credit_asked_ns + d->o->idle_credit_interval_ns &&
-	    publisher_owed(&d->pub, here, now, OWED_SILENT_NS)) {
-		d->deferring = true;
-		return false;
-	}
-	if (!publisher_credit_needed(&d->pub, here)) {
-		d->credit_pending = false;
-		*fold = true;
-		return false;
-	}
-	/* Following, a credit pass is a pass like any other: the follow gate first. */
-	if (d->pub.armed && follow_next(d, now) > now) {
-		pause_events(d, now);
-		return false;
-	}
-	if (!rate_limit_take(&d->credit_limit, now))
-		return false;
-	if (d->pub.armed)
-		rate_limit_take(&d->follow_limit, now);
-	d->credit_pending = false;
-	d->last_credit_ns = now;
-	return true;
-}
-
-/*
- * After a pass while following: did a client that cannot ring sleep on the file (counted in the
- * pass, before its wakes)?  Then keep following, and treat it as a ring: the horizon moves past its
- * stamp, and if an idle, offline or the daemon's CPU holds the global value back, a credit pass is
- * asked for (idle CPUs of a big machine would otherwise wait for the slow idle-credit timer).
- */
-static int serve_legacy(struct daemon *d)
-{
-	uint64_t now;
-	int ret;
-
-	if (!d->pub.armed || d->pub.legacy == 0)
-		return 0;
-	now = bd_mono_ns();
-	d->armed_until = now + ARM_HOLD_NS;
-	/* Still asleep after the pass's wakes: its barrier is not complete yet. */
-	if (publisher_count_legacy(&d->pub, 0, NULL, false) == 0)
-		return 0;
-	ret = publisher_raise(&d->pub, now);
-	if (ret) {
-		foreign_or_fault(d);
-		return ret;
-	}
-	if (publisher_credit_holds(&d->pub))
-		ask_credit(d, now);
-	nudge_track(d, false);
-	return 0;
-}
-
-/*
- * Out of tokens (fold, or follow while following): stop watching what only asks for a pass
- * until the next token is due, and set ffd for it.  The ring buffer's signals would only wake us
- * to find no token; so would the doorbell's eventfd while following, since following moves the
- * horizon past every ring's stamp at the next pass anyway.  Deferring is safe: a pass reads the
- * slots themselves and r is read in the pass (DESIGN 4.1, 4.2); signals and rings are only
- * wake-ups, and the eventfd keeps counting the rings meanwhile.
- */
-static void pause_events(struct daemon *d, uint64_t now)
-{
-	struct epoll_event ev = {.events = 0, .data.u64 = EV_RB};
-	uint64_t next = rate_limit_next(&d->fold_limit, now);
-
-	if (d->pub.armed && follow_next(d, now) > next)
-		next = follow_next(d, now);
-	if (!d->rb_paused) {
-		epoll_ctl(d->epfd, EPOLL_CTL_MOD, probes_rb_fd(&d->probes), &ev);
-		d->rb_paused = true;
-	}
-	if (d->pub.armed && !d->bell_paused) {
-		ev.data.u64 = EV_DOORBELL;
-		epoll_ctl(d->epfd, EPOLL_CTL_MOD, d->bell.efd, &ev);
-		d->bell_paused = true;
-	}
-	if (next > d->paused_due) {
-		d->paused_due = next;
-		timer_at(d->ffd, next);
-	}
-}
-
-/*
- * A fold pass allowed by FOLD_RATE (and, following, FOLLOW_GAP_NS) now?  If not, the events
- * that ask for one are paused until the next token (pause_events): the fold then runs.
- */
-static bool take_fold(struct daemon *d)
-{
-	uint64_t now = bd_mono_ns();
-
-	if (take_pass_tokens(d, now))
-		return true;
-	pause_events(d, now);
-	return false;
-}
-
-/* ffd fired: a token is due; watch the ring buffer and the doorbell again. */
-static void on_fold_timer(struct daemon *d)
-{
-	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = EV_RB};
-	uint64_t v;
-
-	if (read(d->ffd, &v, sizeof(v)) < 0)
+	if (d->dm.following == d->followed)
 		return;
-	d->paused_due = 0;
-	if (d->rb_paused)
-		epoll_ctl(d->epfd, EPOLL_CTL_MOD, probes_rb_fd(&d->probes), &ev);
-	d->rb_paused = false;
-	if (d->bell_paused) {
-		ev.data.u64 = EV_DOORBELL;
-		epoll_ctl(d->epfd, EPOLL_CTL_MOD, d->bell.efd, &ev);
+	d->followed = d->dm.following;
+	if (!d->followed) {
+		log_debug("following stopped (no client that cannot ring for a while)");
+	} else if (!d->follow_logged || now >= d->follow_logged + 60 * 1000000000ULL) {
+		d->follow_logged = now;
+		log_info("following every pass: a client that cannot ring waits (or rings come "
+			 "faster than the doorbell serves them)");
 	}
-	d->bell_paused = false;
 }
 
+/*
+ * The main loop dispatches: events tell the demand unit what happened, the demand unit says
+ * what is due (duties, a pass) and when to look again (the one timer), and the loop does it.
+ */
 static int loop(struct daemon *d)
 {
-	/* A first pass right away: every CPU's state known, and the watermark set if armed. */
-	int poll_now = run_pass(d, true);
+	struct demand_cfg cfg = {
+	    .heartbeat_ns = d->o->heartbeat_period_ns,
+	    /* The watchdog is pinged from the beat: at least four beats per interval. */
+	    .beat_ns = d->notify.watchdog_ns ? d->notify.watchdog_ns / 4 : 0,
+	    .idle_credit_ns = d->o->idle_credit_interval_ns,
+	    .nudge_after_ns = d->o->nudge_after_ns,
+	    .credit_rate = d->o->max_credit_rate,
+	    .always_follow = d->o->always_armed,
+	    .nudges = d->nudge_want != NULL,
+	};
+	struct demand_facts f;
+	int ret;
 
-	if (poll_now < 0)
-		return poll_now;
-	rate_limit_init(&d->credit_limit, d->o->max_credit_rate, BARRIERD_CREDIT_BURST);
-	rate_limit_init(&d->fold_limit, FOLD_RATE, FOLD_BURST);
-	rate_limit_init(&d->follow_limit, 1000000000ULL / FOLLOW_GAP_NS, FOLLOW_BURST);
+	demand_init(&d->dm, &cfg, bd_mono_ns());
 	d->cpu_mark = daemon_cpu_ns();
-	d->last_credit_ns = bd_mono_ns();
+	/* A first pass right away: every CPU's state known, and the watermark set if following. */
+	ret = run_pass(d, true);
+	if (ret < 0)
+		return ret;
 
 	for (;;) {
 		struct epoll_event evs[8];
-		int n, ret;
-		bool fold = false, beat = false, credit;
+		unsigned act;
+		int n;
 
-		schedule_credit(d);
-		n = epoll_wait(d->epfd, evs, 8, poll_now ? 0 : -1);
+		gather(d, &f);
+		watch(d);
+		n = wait_events(d, evs, 8, demand_due(&d->dm, &f),
+				d->dm.fold_asked && !d->dm.paused);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -1283,27 +966,12 @@ static int loop(struct daemon *d)
 			switch (evs[i].data.u64) {
 			case EV_RB:
 				probes_drain(&d->probes);
-				fold = true;
+				demand_signal(&d->dm);
 				break;
 			case EV_DOORBELL:
 				ret = on_doorbell(d);
 				if (ret)
 					return ret;
-				break;
-			case EV_TIMER:
-				ret = on_tick(d, &beat);
-				if (ret)
-					return ret;
-				break;
-			case EV_CREDIT:
-				on_credit_timer(d);
-				break;
-			case EV_FOLD:
-				on_fold_timer(d);
-				fold = true; /* the one that was deferred */
-				break;
-			case EV_NUDGE:
-				on_nudge_timer(d);
 				break;
 			case EV_SIGNAL:
 				if (on_signal(d))
@@ -1311,46 +979,29 @@ static int loop(struct daemon *d)
 				break;
 			}
 		}
-		/*
-		 * A signal asks for a fold only while a CPU lags the horizon: one sent just before
-		 * a pass took the evidence it announces (the waiter's own switch into its sleep,
-		 * say) would otherwise cost a second pass for nothing.
-		 */
-		if (fold && !publisher_lagging(&d->pub))
-			fold = false;
-		if (poll_now)
-			fold = true;
-		credit = take_credit(d, &fold);
-		/*
-		 * A deferred credit pass folds every slot when it runs: no pass before it, but
-		 * the heartbeat's (the file is never more than a period stale).
-		 */
-		if (d->deferring)
-			poll_now = fold = false;
-		fold = fold || beat;
-		/*
-		 * A credit pass folds too, under its own limit.  A fold without a token waits for
-		 * ffd (take_fold), and so does a pass that asked to go again: no loop without a
-		 * sleep, whatever the events.
-		 */
-		if (!credit && fold && !take_fold(d))
-			poll_now = fold = false;
-		if (!fold && !credit)
-			continue;
-		ret = run_pass(d, credit);
-		if (ret < 0)
-			return ret;
-		poll_now = ret;
-		follow_charge(d, bd_mono_ns());
-		/*
-		 * Following, the daemon moves the horizon at every pass and library waiters do not
-		 * ring (NO_RING_ARMED): their nudges come from these horizons.
-		 */
-		if (d->pub.armed)
-			nudge_track(d, true);
-		ret = serve_legacy(d);
-		if (ret)
-			return ret;
+		uint64_t now = bd_mono_ns();
+
+		act = demand_duties(&d->dm, now);
+		if (act & DEMAND_BEAT) {
+			ret = beat(d, now);
+			if (ret)
+				return ret;
+		}
+		if (act & (DEMAND_PROBE | DEMAND_PEEK)) {
+			ret = probe(d, act & DEMAND_PROBE);
+			if (ret)
+				return ret;
+		}
+		if (act & DEMAND_NUDGE)
+			nudge_look(d, now);
+		gather(d, &f);
+		act = demand_pass(&d->dm, &f);
+		if (act) {
+			ret = run_pass(d, act & DEMAND_CREDIT);
+			if (ret < 0)
+				return ret;
+		}
+		note_following(d, now);
 	}
 }
 
@@ -1363,7 +1014,7 @@ int daemon_run(const struct barrierd_options *o)
 
 	memset(&d, 0, sizeof(d));
 	d.o = o;
-	d.epfd = d.tfd = d.sfd = d.cfd = d.ffd = d.nfd = d.online_fd = -1;
+	d.epfd = d.sfd = d.online_fd = -1;
 	d.notify.fd = -1;
 	d.bell.efd = -1;
 	d.sf.fd = d.sf.lock_fd = d.sf.inode_lock_fd = d.sf.dfd = d.sf.lock_dfd = -1;
@@ -1397,6 +1048,9 @@ int daemon_run(const struct barrierd_options *o)
 	slot_server_stop(&d.slots);
 	nudger_stop(&d.nudger);
 	free(d.nudge_want);
+	free(d.nudge_can);
+	free(d.nudge_lag);
+	free(d.nudge_own);
 	/*
 	 * The file itself first: truncated, replaced or removed since the last heartbeat?  A
 	 * truncated file gets the stopped flag only (state_file_stop_truncated); a replaced or
@@ -1436,14 +1090,6 @@ int daemon_run(const struct barrierd_options *o)
 	state_file_close(&d.sf);
 	if (d.epfd >= 0)
 		close(d.epfd);
-	if (d.tfd >= 0)
-		close(d.tfd);
-	if (d.cfd >= 0)
-		close(d.cfd);
-	if (d.ffd >= 0)
-		close(d.ffd);
-	if (d.nfd >= 0)
-		close(d.nfd);
 	if (d.sfd >= 0)
 		close(d.sfd);
 	if (d.online_fd >= 0)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "publisher.h"
+#include "demand.h"
 #include "bd_sync.h"
 #include "credit.h"
 #include "log.h"
@@ -88,69 +89,23 @@ static void wake(struct publisher *p, uint64_t *word)
 	p->futex_wakes++;
 }
 
-bool publisher_idle_hold(const struct publisher *p, uint64_t *held)
+/*
+ * Sleepers on a word whose value we know: what we last stored there (we are its only writer).
+ * No load of the mapping: a count between heartbeats (the peek) must not fault on a file
+ * truncated meanwhile, which the heartbeat's check names; the kernel answers EFAULT instead.
+ * A word someone else changed counts as a sleeper (futex_count_u32), and the next pass's check
+ * finds the writer.
+ */
+static long count_word(uint64_t *word, uint64_t ours)
 {
-	for (uint64_t c = 0; c < p->ncpu; c++) {
-		if (p->ns[c] == p->g_ns && p->state[c] != BARRIERD_CPU_BUSY) {
-			*held = p->g_ns;
-			return true;
-		}
-	}
-	return false;
+	/* The low half: x86 is little-endian. */
+	return futex_count_u32((const uint32_t *)word, (uint32_t)ours);
 }
 
-bool publisher_idle_holds_back(const struct publisher *p, uint64_t now_ns, uint64_t age_ns)
+/* The doorbell's high half, where library sleepers queue: nobody writes it, it holds 0. */
+static long count_mark(struct barrierd_header *h)
 {
-	uint64_t held;
-
-	return publisher_idle_hold(p, &held) && now_ns >= held + age_ns;
-}
-
-bool publisher_credit_holds(const struct publisher *p)
-{
-	for (uint64_t c = 0; c < p->ncpu; c++)
-		if (p->ns[c] == p->g_ns &&
-		    (p->state[c] == BARRIERD_CPU_IDLE || p->state[c] == BARRIERD_CPU_OFFLINE ||
-		     p->state[c] == BARRIERD_CPU_DAEMON))
-			return true;
-	return false;
-}
-
-void publisher_set_armed(struct publisher *p, bool armed)
-{
-	struct barrierd_header *h = p->sf->hdr;
-
-	if (p->armed == armed)
-		return;
-	p->armed = armed;
-	/*
-	 * The watermark stays: it is the horizon, which only grows, and waiters that saw it
-	 * published count on it.  Following only stops moving it.
-	 */
-	/* One RMW (never lose a stop bit), then a wake of the flags word's sleepers. */
-	state_flags_update(&h->flags, armed ? 0 : BARRIERD_FLAG_ARMED,
-			   armed ? BARRIERD_FLAG_ARMED : 0);
-	if (!armed) {
-		/* The flag is visible before these wakes: a woken waiter sees it and rings. */
-		wake(p, &h->last_interrupt_ns);
-		wake(p, &h->last_interrupt_vtime);
-		for (uint64_t c = 0; c < p->ncpu; c++) { /* barrierd_wait_cpus() sleepers */
-			wake(p, &h->per_cpu[c].last_interrupt_ns);
-			wake(p, &h->per_cpu[c].last_interrupt_vtime);
-		}
-	}
-	log_debug("%s", armed ? "following every pass (a client that cannot ring waits)"
-			      : "following stopped (no such client for a while)");
-}
-
-static long count_u32(const uint32_t *word)
-{
-	return futex_count_u32(word, __atomic_load_n(word, __ATOMIC_RELAXED));
-}
-
-static long count_word(uint64_t *word)
-{
-	return count_u32((const uint32_t *)word); /* the low half: x86 is little-endian */
+	return futex_count_u32((const uint32_t *)&h->doorbell + 1, 0);
 }
 
 /*
@@ -160,15 +115,26 @@ static long count_word(uint64_t *word)
  * So the mark is counted before and after the global words and the larger count taken: a
  * library sleeper counted on a global word was on the mark at one of the two counts, whether
  * arriving or leaving.  Two crossing (one leaving before the second count, one arriving after
- * the first) can still leave one unaccounted for: a confirming count counts again.
+ * the first) can still leave one unaccounted for: a confirming count counts again.  quick: a
+ * first count of the global words alone, and nothing more if it finds nobody (the probe and the
+ * peek, which mostly find nobody; a following pass mostly finds its client, and would pay two
+ * counts more).
  */
-static long count_unmarked(struct barrierd_header *h, long *all)
+static long count_unmarked(struct publisher *p, long *all, bool quick)
 {
-	const uint32_t *mark = (const uint32_t *)&h->doorbell + 1;
-	long before = count_u32(mark), after, n;
+	struct barrierd_header *h = p->sf->hdr;
+	long before, after, n;
 
-	*all = count_word(&h->last_interrupt_ns) + count_word(&h->last_interrupt_vtime);
-	after = count_u32(mark);
+	if (quick) {
+		*all = count_word(&h->last_interrupt_ns, p->g_ns) +
+		       count_word(&h->last_interrupt_vtime, p->g_vt);
+		if (*all == 0)
+			return 0;
+	}
+	before = count_mark(h);
+	*all = count_word(&h->last_interrupt_ns, p->g_ns) +
+	       count_word(&h->last_interrupt_vtime, p->g_vt);
+	after = count_mark(h);
 	n = *all - (before > after ? before : after);
 	return n > 0 ? n : 0;
 }
@@ -177,7 +143,7 @@ long publisher_count_legacy(struct publisher *p, uint64_t max_cpus, long *global
 {
 	struct barrierd_header *h = p->sf->hdr;
 	long all, again;
-	long n = count_unmarked(h, &all);
+	long n = count_unmarked(p, &all, confirm);
 
 	/*
 	 * A client that cannot ring is still asleep a few microseconds later; library sleepers
@@ -186,7 +152,7 @@ long publisher_count_legacy(struct publisher *p, uint64_t max_cpus, long *global
 	 * (the heartbeat's probe): a pass while following would pay for it at every event.
 	 */
 	if (confirm && n > 0) {
-		long m = count_unmarked(h, &again);
+		long m = count_unmarked(p, &again, false);
 
 		n = m < n ? m : n;
 	}
@@ -202,8 +168,8 @@ long publisher_count_legacy(struct publisher *p, uint64_t max_cpus, long *global
 	for (uint64_t i = 0; i < max_cpus; i++) {
 		uint64_t c = p->probe_next++ % p->ncpu;
 
-		n += count_word(&h->per_cpu[c].last_interrupt_ns);
-		n += count_word(&h->per_cpu[c].last_interrupt_vtime);
+		n += count_word(&h->per_cpu[c].last_interrupt_ns, p->ns[c]);
+		n += count_word(&h->per_cpu[c].last_interrupt_vtime, p->vt[c]);
 	}
 	return n;
 }
@@ -288,7 +254,7 @@ static bool seal_holds(const struct publisher *p)
 	return bd_load(&x->ext_size) == p->sealed_ext[0] &&
 	       bd_load((const uint64_t *)&x->ext_header_size) == p->sealed_ext[1] &&
 	       bd_load(&x->stop_ns) == 0 && bd_load(&x->stop_vtime) == 0 &&
-	       bd_load(&x->served_ns) == p->horizon_pub &&
+	       bd_load(&x->served_ns) == p->served_pub &&
 	       bd_load(&p->sf->hdr->heartbeat_ns) == p->hb_last;
 }
 
@@ -323,7 +289,6 @@ static void advance_vtime(struct publisher *p)
 struct fold {
 	uint64_t gns, gvt;	       /* the minimum of the per-CPU values (DESIGN rule 8) */
 	uint64_t min_cpu;	       /* the CPU that holds gns back: its cause is published */
-	bool quieted;		       /* a CPU stopped being busy: waiters must hear it */
 	bool ns_advanced, vt_advanced; /* the global words moved (publish_globals) */
 };
 
@@ -378,7 +343,6 @@ static void fold_cpu(struct publisher *p, uint64_t c, const struct credit *cr, i
 	struct barrierd_header *h = p->sf->hdr;
 	struct barrierd_ext_cpu *xc = &p->sf->ext->cpu[c];
 	const struct barrierd_slot *s = &p->slots[c];
-	uint8_t old_state = p->state[c];
 	uint64_t st = __atomic_load_n(&s->stamp, __ATOMIC_ACQUIRE);
 	uint64_t sv = __atomic_load_n(&s->vtime, __ATOMIC_ACQUIRE);
 	uint64_t idle = __atomic_load_n(&s->idle, __ATOMIC_ACQUIRE);
@@ -409,15 +373,6 @@ static void fold_cpu(struct publisher *p, uint64_t c, const struct credit *cr, i
 			nvt = umax(nvt, cr->v);
 	}
 	p->state[c] = cpu_state(p, c, idle, here);
-	/*
-	 * A CPU that stopped being busy will not signal: waiters must hear it, to ring (those on
-	 * the global words, those of barrierd_wait_cpus() on its own).
-	 */
-	if ((old_state == BARRIERD_CPU_BUSY || old_state == BARRIERD_CPU_UNKNOWN) &&
-	    p->state[c] != BARRIERD_CPU_BUSY && p->state[c] != BARRIERD_CPU_UNKNOWN) {
-		f->quieted = true;
-		p->changed[c] |= 1;
-	}
 
 	if (nns > p->ns[c]) {
 		/* docs/PROTOCOL.md, "The writer's rules": per-CPU ns before per-CPU vtime. */
@@ -473,18 +428,18 @@ static void publish_globals(struct publisher *p, struct fold *f, bool credit)
 
 /*
  * FUTEX_WAKE every word that changed, the global words first (they have the most waiters).  A
- * quieted CPU wakes the global words even unchanged: their waiters must ring for it.
+ * CPU that stopped being busy wakes nobody: a waiter at or below the served word does not ring
+ * (the demand unit asks for its credit pass), and one above it rang already.
  */
-static void wake_changed(struct publisher *p, const struct fold *f)
+static void wake_changed(struct publisher *p)
 {
 	struct barrierd_header *h = p->sf->hdr;
 
-	if (f->ns_advanced)
+	if (p->wake_ns)
 		wake(p, &h->last_interrupt_ns);
-	if (f->vt_advanced || f->quieted)
+	if (p->wake_vt)
 		wake(p, &h->last_interrupt_vtime);
-	if (f->quieted && !f->ns_advanced)
-		wake(p, &h->last_interrupt_ns);
+	p->wake_ns = p->wake_vt = false;
 	for (uint64_t c = 0; c < p->ncpu; c++) {
 		if (p->changed[c] & 1)
 			wake(p, &h->per_cpu[c].last_interrupt_ns);
@@ -501,9 +456,9 @@ static void wake_changed(struct publisher *p, const struct fold *f)
  * ours, at least one of us sees the other: either it signals, or we see its new stamp here.
  * The watermark is the horizon while a CPU is at or below it (the global value is), else 0
  * ("never signal"): a CPU past the horizon has nothing anyone asked for.  Returns whether a
- * CPU at or below the watermark was seen with a newer stamp (a pass folds it).  Then the
- * horizon is published: a waiter that reads it may rely on every CPU at or below it
- * signalling or having been seen, which is what the handshake just made true.
+ * CPU at or below the watermark was seen with a newer stamp (a pass folds it).  Only after it
+ * may the served word rise to the horizon (publisher_publish_served): every busy CPU at or below
+ * it then signals or has been seen.
  */
 static bool watermark_handshake(struct publisher *p)
 {
@@ -518,10 +473,6 @@ static bool watermark_handshake(struct publisher *p)
 			moved = true;
 			break;
 		}
-	}
-	if (p->horizon != p->horizon_pub) {
-		bd_store(&p->sf->ext->served_ns, p->horizon);
-		p->horizon_pub = p->horizon;
 	}
 	return moved;
 }
@@ -550,8 +501,8 @@ int publisher_raise(struct publisher *p, uint64_t h)
 	/* DESIGN rule 4's order, as in a pass: an event after the handshake carries a newer vtime.
 	 */
 	advance_vtime(p);
-	(void)watermark_handshake(p); /* a moved stamp is folded by the pass the ring asks for */
-	return 0;
+	/* A moved stamp may not signal: a pass must fold it (1). */
+	return watermark_handshake(p) ? 1 : 0;
 }
 
 void publisher_quiet(struct publisher *p, int here)
@@ -573,87 +524,7 @@ void publisher_quiet(struct publisher *p, int here)
 	__atomic_store_n(p->bss_quiet_cpu, (uint64_t)here + 1, __ATOMIC_RELEASE);
 }
 
-bool publisher_owed(const struct publisher *p, int here, uint64_t now, uint64_t silent_ns)
-{
-	if (p->g_ns > p->horizon)
-		return false;
-	for (uint64_t c = 0; c < p->ncpu; c++) {
-		const struct barrierd_slot *s = &p->slots[c];
-		uint64_t st;
-
-		if (p->ns[c] > p->horizon || !p->online[c] || (int)c == here)
-			continue;
-		st = __atomic_load_n(&s->stamp, __ATOMIC_ACQUIRE);
-		if (st > p->horizon)
-			continue;
-		if (__atomic_load_n(&s->idle, __ATOMIC_ACQUIRE) == BARRIERD_SLOT_IDLE)
-			continue;
-		/* Silent that long, it runs without ticks (nohz_full): waiting for it is futile. */
-		if (st + silent_ns < now)
-			continue;
-		return true;
-	}
-	return false;
-}
-
-/* Lagging CPUs whose own sleepers a nudge deadline counts, at most (publisher_nudge_targets). */
-#define NUDGE_COUNT_MAX 64
-
-uint64_t publisher_nudge_targets(struct publisher *p, uint64_t upto, int here, bool *want,
-				 uint64_t *lagging_out)
-{
-	struct barrierd_header *h = p->sf->hdr;
-	uint64_t lagging = 0, n = 0;
-	long global = -1;
-
-	for (uint64_t c = 0; c < p->ncpu; c++) {
-		const struct barrierd_slot *s = &p->slots[c];
-		bool can = want[c];
-
-		want[c] = false;
-		if (!can || p->ns[c] > upto || !p->online[c] || (int)c == here)
-			continue;
-		/* An event past it already: the next fold publishes it (its signal is on the way).
-		 */
-		if (__atomic_load_n(&s->stamp, __ATOMIC_ACQUIRE) > upto)
-			continue;
-		if (__atomic_load_n(&s->idle, __ATOMIC_ACQUIRE) == BARRIERD_SLOT_IDLE)
-			continue;
-		want[c] = true;
-		lagging++;
-	}
-	*lagging_out = lagging;
-	if (!lagging)
-		return 0;
-	/* Global words first: a sleeper there waits for every CPU. */
-	global = count_word(&h->last_interrupt_ns) + count_word(&h->last_interrupt_vtime);
-	if (lagging > NUDGE_COUNT_MAX)
-		global = 1;
-	for (uint64_t c = 0; c < p->ncpu; c++) {
-		if (!want[c])
-			continue;
-		if (global == 0 && count_word(&h->per_cpu[c].last_interrupt_ns) == 0 &&
-		    count_word(&h->per_cpu[c].last_interrupt_vtime) == 0)
-			want[c] = false;
-		else
-			n++;
-	}
-	return n;
-}
-
-bool publisher_credit_needed(const struct publisher *p, int here)
-{
-	for (uint64_t c = 0; c < p->ncpu; c++) {
-		if (p->ns[c] > p->horizon)
-			continue;
-		if ((int)c == here || p->state[c] == BARRIERD_CPU_IDLE ||
-		    p->state[c] == BARRIERD_CPU_OFFLINE || p->state[c] == BARRIERD_CPU_DAEMON)
-			return true;
-	}
-	return false;
-}
-
-int publisher_pass(struct publisher *p, bool credit, bool *again)
+int publisher_pass_fold(struct publisher *p, bool credit, bool follow, bool *again)
 {
 	struct credit cr = {.self = -1};
 	struct fold f = {.gns = UINT64_MAX, .gvt = UINT64_MAX};
@@ -674,7 +545,7 @@ int publisher_pass(struct publisher *p, bool credit, bool *again)
 		fold_cpu(p, c, credit ? &cr : NULL, here, &f);
 	publish_globals(p, &f, credit);
 	/* Following: every CPU's next event is asked for, a later time than all folded here. */
-	if (p->armed) {
+	if (follow) {
 		uint64_t now = fenced_now();
 
 		if (now > p->horizon)
@@ -690,13 +561,120 @@ int publisher_pass(struct publisher *p, bool credit, bool *again)
 	 * Following, count the sleepers that cannot ring before the wakes: a pass that completes
 	 * their barrier wakes them, and counted after it they would never be seen at all.
 	 */
-	p->legacy = p->armed ? publisher_count_legacy(p, 0, NULL, false) : 0;
-	wake_changed(p, &f);
+	p->legacy = follow ? publisher_count_legacy(p, 0, NULL, false) : 0;
+	p->wake_ns = f.ns_advanced;
+	p->wake_vt = f.vt_advanced;
 	log_debug("pass%s: global ns %llu vtime %llu (min cpu %llu), horizon %llu",
 		  credit ? " (credit)" : "", (unsigned long long)p->g_ns,
 		  (unsigned long long)p->g_vt, (unsigned long long)f.min_cpu,
 		  (unsigned long long)p->horizon);
 	return 0;
+}
+
+void publisher_publish_served(struct publisher *p, uint64_t served)
+{
+	/*
+	 * A plain store: a hint for whether to ring, never evidence.  The caller raises it only
+	 * after the handshake for it (publisher_raise or the pass) and before the pass's wakes, so
+	 * a waiter a pass wakes reads it and does not ring for what the daemon will serve.
+	 */
+	if (served != p->served_pub) {
+		bd_store(&p->sf->ext->served_ns, served);
+		p->served_pub = served;
+	}
+}
+
+void publisher_pass_finish(struct publisher *p, uint64_t served)
+{
+	publisher_publish_served(p, served);
+	wake_changed(p);
+}
+
+int publisher_pass(struct publisher *p, bool credit, bool *again)
+{
+	int ret = publisher_pass_fold(p, credit, false, again);
+
+	if (!ret)
+		publisher_pass_finish(p, p->served_pub);
+	return ret;
+}
+
+void publisher_facts(const struct publisher *p, uint64_t horizon, int here, uint64_t now,
+		     uint64_t silent_ns, struct demand_facts *f)
+{
+	f->now = now;
+	f->g = p->g_ns;
+	f->lagging = p->g_ns <= horizon;
+	f->owed = f->credit_needed = false;
+	f->hold = 0;
+	f->quiet_floor = UINT64_MAX;
+	for (uint64_t c = 0; c < p->ncpu; c++) {
+		uint8_t st = p->state[c];
+		bool quiet = st == BARRIERD_CPU_IDLE || st == BARRIERD_CPU_OFFLINE ||
+			     st == BARRIERD_CPU_DAEMON;
+
+		if (quiet && p->ns[c] < f->quiet_floor)
+			f->quiet_floor = p->ns[c];
+		if (p->ns[c] == p->g_ns && st != BARRIERD_CPU_BUSY)
+			f->hold = p->g_ns;
+		if (p->ns[c] > horizon)
+			continue;
+		/* DESIGN rule 7: a credit pass credits the CPU it runs on. */
+		if (quiet || (int)c == here)
+			f->credit_needed = true;
+		if (!f->owed && f->lagging && p->online[c] && (int)c != here) {
+			const struct barrierd_slot *s = &p->slots[c];
+			uint64_t stamp = __atomic_load_n(&s->stamp, __ATOMIC_ACQUIRE);
+
+			/*
+			 * Owed: only its own next event moves it (not idle), and it was heard from
+			 * within silent_ns (one silent longer runs without ticks and may never
+			 * signal).  Loads only.
+			 */
+			f->owed =
+			    stamp <= horizon &&
+			    __atomic_load_n(&s->idle, __ATOMIC_ACQUIRE) != BARRIERD_SLOT_IDLE &&
+			    stamp + silent_ns >= now;
+		}
+	}
+}
+
+uint64_t publisher_nudge_facts(struct publisher *p, uint64_t upto, int here, const bool *can,
+			       bool *lag, long *own, long *global)
+{
+	struct barrierd_header *h = p->sf->hdr;
+	uint64_t lagging = 0;
+
+	*global = 0;
+	for (uint64_t c = 0; c < p->ncpu; c++) {
+		const struct barrierd_slot *s = &p->slots[c];
+
+		own[c] = 0;
+		lag[c] = false;
+		if (!can[c] || p->ns[c] > upto || !p->online[c] || (int)c == here)
+			continue;
+		/* An event past it already: the next fold publishes it (its signal is on its way).
+		 */
+		if (__atomic_load_n(&s->stamp, __ATOMIC_ACQUIRE) > upto)
+			continue;
+		if (__atomic_load_n(&s->idle, __ATOMIC_ACQUIRE) == BARRIERD_SLOT_IDLE)
+			continue;
+		lag[c] = true;
+		lagging++;
+	}
+	/* Counted only once a CPU lags: an idle or ticking machine pays nothing. */
+	if (!lagging)
+		return 0;
+	/* Global words first: a sleeper there waits for every CPU. */
+	*global = count_word(&h->last_interrupt_ns, p->g_ns) +
+		  count_word(&h->last_interrupt_vtime, p->g_vt);
+	if (*global > 0 || lagging > DEMAND_NUDGE_COUNT_MAX)
+		return lagging;
+	for (uint64_t c = 0; c < p->ncpu; c++)
+		if (lag[c])
+			own[c] = count_word(&h->per_cpu[c].last_interrupt_ns, p->ns[c]) +
+				 count_word(&h->per_cpu[c].last_interrupt_vtime, p->vt[c]);
+	return lagging;
 }
 
 void publisher_free(struct publisher *p)

@@ -11,6 +11,8 @@
 #include "state_file.h"
 #include <barrierd_slot.h>
 
+struct demand_facts;
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -40,15 +42,15 @@ struct publisher {
 	uint64_t rusage_base, bpf_base;
 
 	/*
-	 * The demand horizon (docs/DESIGN.md §4.1): the latest time a waiter may wait past, from
-	 * the rings heard and the sleepers found.  The watermark is the horizon while any CPU is
-	 * at or below it, else 0: each lagging CPU signals once, at its first event past it.
+	 * The demand horizon H (docs/DEMAND.md), as the demand unit set it (publisher_raise) or a
+	 * following pass moved it: the watermark is H while any CPU is at or below it, else 0, so
+	 * each lagging CPU signals once, at its first event past it.
 	 */
 	uint64_t horizon;
-	uint64_t horizon_pub; /* what ext.served_ns holds */
-	bool armed;	      /* following: the horizon moves to the end of every pass */
-	long legacy;	      /* following: sleepers that cannot ring, counted in the latest pass */
-	uint64_t probe_next;  /* next per-CPU word to probe for waiters */
+	uint64_t served_pub;   /* what ext.served_ns holds */
+	bool wake_ns, wake_vt; /* the latest pass moved the global words: publisher_pass_finish */
+	long legacy;	     /* following: sleepers that cannot ring, counted in the latest pass */
+	uint64_t probe_next; /* next per-CPU word to probe for waiters */
 	/*
 	 * The other words only we write (publisher_seal): layout, identity, liveness and the
 	 * stop snapshot.  A change to any of them is a foreign writer's as surely as one to a
@@ -71,28 +73,31 @@ int publisher_init(struct publisher *p, struct state_file *sf, const struct barr
 void publisher_arm_detach_check(struct publisher *p);
 
 /*
- * One pass: check for a foreign writer, advance vtime, take the credit snapshot (credit only),
- * fold each CPU, publish the globals, wake the changed words, run the watermark handshake.
+ * One pass, but for its wakes: check for a foreign writer, advance vtime, take the credit
+ * snapshot (credit only), fold each CPU, publish the globals, run the watermark handshake.
  * credit: also give idle and offline credit (rules 2 and 3) and credit the CPU the pass runs
- * on (rule 7).  *again is set when the watermark handshake found a stamp that may not have
- * signalled: run another pass.  Returns 0, -EBUSY (another process wrote the file), or
- * -ENOLINK (the programs were detached: the kernel saw switches they did not).
+ * on (rule 7).  follow: H moves to a clock reading later than everything folded first, and the
+ * sleepers that cannot ring are counted (p->legacy) before any wake.  *again is set when the
+ * handshake found a stamp that may not have signalled: run another pass.  Returns 0, -EBUSY
+ * (another process wrote the file), or -ENOLINK (the programs were detached: the kernel saw
+ * switches they did not).  publisher_pass_finish must follow a 0.
  */
+int publisher_pass_fold(struct publisher *p, bool credit, bool follow, bool *again);
+
+/* The pass's end: publish the served word (after its handshake), then wake what changed. */
+void publisher_pass_finish(struct publisher *p, uint64_t served);
+
+/* Both, the served word unchanged (simulations and benchmarks). */
 int publisher_pass(struct publisher *p, bool credit, bool *again);
 
-/*
- * Start or stop following, for clients that cannot ring (original-layout ones): while armed,
- * every pass moves the horizon to its end, so every CPU signals its next event, and the
- * header's ARMED flag tells waiters that busy CPUs need no ring.  Disarming wakes the global
- * words so a waiter that decided not to ring re-checks the flag.
- */
-void publisher_set_armed(struct publisher *p, bool armed);
+/* Store ext.served_ns (docs/DEMAND.md): only after the handshake for a horizon at least it. */
+void publisher_publish_served(struct publisher *p, uint64_t served);
 
 /*
- * Raise the horizon to h (a ring's time, or the time sleepers were found), outside a pass:
- * check the file (a foreign writer's words are never overwritten), advance vtime (a vtime
- * waiter's next event must carry a newer one), run the watermark handshake, publish
- * ext.served_ns.  0, or -EBUSY (another writer: stop as a pass would).
+ * Raise H to h (a ring's time, or the time sleepers were found), outside a pass: check the
+ * file (a foreign writer's words are never overwritten), advance vtime (a vtime waiter's next
+ * event must carry a newer one), run the watermark handshake.  0, 1 (a stamp moved under the
+ * handshake: a pass must fold it), or -EBUSY (another writer: stop as a pass would).
  */
 int publisher_raise(struct publisher *p, uint64_t h);
 
@@ -106,34 +111,23 @@ int publisher_raise(struct publisher *p, uint64_t h);
 void publisher_quiet(struct publisher *p, int here);
 
 /*
- * Does a CPU still owe evidence past the horizon that only its own next event can bring: at
- * or below it in the file and in its slot, not idle, online, not the CPU `here` (a credit
- * pass there credits it), and heard from within silent_ns of now (one silent longer runs
- * without ticks and may never signal)?  Loads only.  A credit pass waits for these (it would
- * not complete the horizon's barriers), and every one of them signals when its event comes.
+ * The demand unit's facts (demand.h) against the horizon H, for the CPU `here` this thread runs
+ * on: whether a CPU lags H, whether a busy one owes an event past it (heard from within
+ * silent_ns: one silent longer runs without ticks), whether a credit pass would move one, who
+ * holds the global value, the lowest value of the CPUs only credit moves.  Loads only.
  */
-bool publisher_owed(const struct publisher *p, int here, uint64_t now, uint64_t silent_ns);
+void publisher_facts(const struct publisher *p, uint64_t horizon, int here, uint64_t now,
+		     uint64_t silent_ns, struct demand_facts *f);
 
 /*
- * The CPUs to nudge for the demand up to `upto` (a ring's horizon whose nudge deadline came):
- * each online CPU other than `here` that lags it in the file and in its slot, is not idle (idle
- * credit serves those), and that someone still waits for, a sleeper on a global word (every CPU
- * holds it back) or on one of that CPU's own words (barrierd_wait_cpus()).  Sleepers are
- * counted as publisher_count_legacy() counts them, only once a CPU lags.  Sets want[c]; the
- * number set, and in *lagging how many CPUs lag it (waited for or not).  On entry want[c] says
- * whether CPU c can be nudged at all (a nudge thread serves it); the others are not looked at.
- * Past NUDGE_COUNT_MAX lagging CPUs the per-CPU sleepers are not counted: every lagging CPU is
- * taken as waited for (a bound on the futex calls a deadline costs).  Loads and futex counts
- * only: what a nudge brings is evidence by rule 1 alone.
+ * The facts for a nudge look at `upto`: lag[c] for each CPU that can be nudged (can[c]) and
+ * lags it in the file and in its slot, online, not idle, not `here`; *global, the sleepers on
+ * the global words, and own[c], each lagging CPU's own sleepers (counted only while nobody
+ * sleeps on a global word and at most DEMAND_NUDGE_COUNT_MAX CPUs lag: a bound on the futex
+ * calls a look costs).  Returns how many lag.  Loads and futex counts only.
  */
-uint64_t publisher_nudge_targets(struct publisher *p, uint64_t upto, int here, bool *want,
-				 uint64_t *lagging);
-
-/*
- * Would a credit pass on CPU `here` move a CPU at or below the horizon: one published idle,
- * offline or the daemon's, or `here` itself (DESIGN rule 7)?  Else a fold does as well.
- */
-bool publisher_credit_needed(const struct publisher *p, int here);
+uint64_t publisher_nudge_facts(struct publisher *p, uint64_t upto, int here, const bool *can,
+			       bool *lag, long *own, long *global);
 
 /*
  * How many threads sleep on the file's words without being libbarrierd's (which also queue on
@@ -162,21 +156,6 @@ int publisher_heartbeat(struct publisher *p, uint64_t now_ns);
  * per-CPU word)?  0, or -EBUSY: another writer.
  */
 int publisher_check(struct publisher *p);
-
-/* Does a CPU that is not busy (idle, offline, unknown, ours) hold the global value (*held)? */
-bool publisher_idle_hold(const struct publisher *p, uint64_t *held);
-
-/* Does a CPU lag the horizon (is anything asked for that a fold could bring)? */
-static inline bool publisher_lagging(const struct publisher *p)
-{
-	return p->g_ns <= p->horizon;
-}
-
-/* Does an idle, offline or the daemon's CPU hold the global value (a credit pass moves it)? */
-bool publisher_credit_holds(const struct publisher *p);
-
-/* Does an idle, offline or unknown CPU hold the global value, older than age_ns? */
-bool publisher_idle_holds_back(const struct publisher *p, uint64_t now_ns, uint64_t age_ns);
 
 void publisher_free(struct publisher *p);
 

@@ -30,7 +30,7 @@ static void sleep_until(uint64_t due)
 }
 
 /*
- * The anchor, as a second record: a reader of ABI 1.3 reads one record and closes, and the
+ * The anchor, as a second record: a reader that knows only the reply reads one and closes, the
  * kernel discards this one with its descriptors.  Sent on the same connection, so a client
  * receives both from the one peer it connected to; which peer that was matters to nobody
  * (the client checks the anchor against the kernel, PROTOCOL §6.12).

@@ -2,7 +2,7 @@
 /*
  * nohz_probe: what the daemon does on nohz_full CPUs, run in a guest booted with nohz_full=.
  * A nohz_full CPU running one task takes no tick, so it produces no evidence of its own; the
- * daemon nudges it once a barrier has waited --nudge-after (DESIGN.md §4.5).  With
+ * daemon nudges it once a barrier has waited --nudge-after (docs/DEMAND.md, "Nudges").  With
  * --expect-complete every barrier must complete (with nudges on), else it is a finding.
  *
  * Against the real daemon: short-timeout barriers with every CPU idle, then with a spinner on
@@ -12,10 +12,10 @@
  * -ETIMEDOUT, and a barrier that returned 0 has every CPU's value past its stamp.  Exit 0, or
  * 1 on a broken contract.
  *
- * Then "covered" barriers, still spinning: a ring raises the horizon past the stamp, and the
- * wait starts only once the daemon's looks for that ring are over (no sleeper was there to
- * nudge for).  The horizon covers the stamp, so the wait does not ring at once; it must ring
- * again after a while (PROTOCOL.md §6.8), or it lasts until its timeout: the case of a waiter
+ * Then "covered" barriers, still spinning: a ring raises the served word past the stamp, and
+ * the wait starts only once the daemon's looks for that ring are over (no sleeper was there to
+ * nudge for).  The served word covers the stamp, so the wait never rings: the daemon's look at
+ * each heartbeat must nudge for it, or it lasts until its timeout: the case of a waiter
  * preempted between its ring and its sleep.
  */
 #include <barrierd.h>
@@ -82,7 +82,7 @@ static int local_timer_counts(uint64_t *out, int max)
 }
 
 /*
- * Ring until the published horizon covers the stamp (a ring nobody heard is lost), then sleep
+ * Ring until the served word covers the stamp (a ring nobody heard is lost), then sleep
  * past the nudge deadline and every look the daemon takes for it.  False if it never covered.
  */
 static bool cover(struct barrierd *b, const struct barrierd_ext *x, uint64_t stamp)
@@ -116,8 +116,9 @@ static int barriers(struct barrierd *b, const struct barrierd_header *m, const c
 		uint64_t n0, n1, r0, r1;
 
 		if (covered && !cover(b, x, stamp)) {
-			printf("%s barrier %d: no ring raised the horizon past the stamp in 1 s\n",
-			       what, i);
+			printf(
+			    "%s barrier %d: no ring raised the served word past the stamp in 1 s\n",
+			    what, i);
 			broken = 1;
 			continue;
 		}

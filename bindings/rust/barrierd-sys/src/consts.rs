@@ -54,9 +54,9 @@ abi_consts! {
     /// The ABI minor these declarations describe.
     ///
     /// ```
-    /// assert!(barrierd_sys::BARRIERD_ABI_MINOR >= 3);
+    /// assert!(barrierd_sys::BARRIERD_ABI_MINOR >= 1);
     /// ```
-    BARRIERD_ABI_MINOR: u32 = 3;
+    BARRIERD_ABI_MINOR: u32 = 1;
     /// header.flags: a daemon owns the file and publishes.
     ///
     /// ```
