@@ -2,10 +2,10 @@
 /*
  * The futex wait: its entry points and its steps.  Each turn snapshots the futex word, checks
  * the full 64-bit values, backs off while the daemon is gone, tries the fallback when due,
- * rings the doorbell when the daemon has not promised to serve the stamp (lib/wait_ring.c),
- * fetches slots if the handle has none, and sleeps bounded (lib/wait_sleep.c).  A daemon found
- * gone is waited for, not spun on: the wait backs off on the heartbeat word for one liveness
- * bound before it returns -ESTALE.
+ * looks at the slots a while (first turn only), rings the doorbell when the daemon has not
+ * promised to serve the stamp (lib/wait_ring.c), fetches slots if the handle has none, and
+ * sleeps bounded (lib/wait_sleep.c).  A daemon found gone is waited for, not spun on: the wait
+ * backs off on the heartbeat word for one liveness bound before it returns -ESTALE.
  */
 #include "wait.h"
 
@@ -123,6 +123,7 @@ struct wait_state {
 	uint64_t fb_deadline; /* when the fallback is due; UINT64_MAX: no fallback */
 	uint64_t stale_end;   /* the back-off's end while the daemon is gone; 0: not backing off */
 	bool ns_checked;      /* ns_check ran */
+	bool looked;	      /* bd_wait_look ran */
 };
 
 /*
@@ -251,20 +252,18 @@ static int wait_fallback(const struct barrierd *b, const struct target *t, struc
 }
 
 /*
- * Step 6, the ring (lib/wait_ring.c): the longest slice to sleep after it, and in *rang
- * whether a daemon thread heard it.  A lost ring sleeps short: the next turn rings again.
- * A vtime wait's ring makes each busy CPU signal once, at its first event past the ring; an
- * event just before the ring advanced vtime can carry the old one and is then that CPU's
- * last signal (docs/DESIGN.md §7), so it rings again soon, not after a whole slice.
+ * Step 6, the ring (lib/wait_ring.c): the longest slice to sleep after it.  A lost ring sleeps
+ * short: the next turn rings again.  A vtime wait's ring makes each busy CPU signal once, at
+ * its first event past the ring; an event just before the ring advanced vtime can carry the
+ * old one and is then that CPU's last signal (docs/DESIGN.md §7), so it rings again soon, not
+ * after a whole slice.
  */
-static int64_t wait_ring(const struct barrierd *b, const struct target *t, bool *rang)
+static int64_t wait_ring(const struct barrierd *b, const struct target *t)
 {
-	*rang = false;
 	if (!bd_wait_need_ring(b, t))
 		return SLICE_NS;
 	if (!bd_wait_ring(b, t))
 		return LOST_RING_SLICE_NS;
-	*rang = true;
 	return t->kind == T_VTIME ? VTIME_RING_SLICE_NS : SLICE_NS;
 }
 
@@ -281,15 +280,15 @@ static void wait_fetch_slots(struct barrierd *b, const struct target *t, const s
 }
 
 /*
- * One turn of the slow path, with the daemon live: the deadlines, the ring, the move check,
- * the slots, a last look and the sleep.  GO_ON for the next turn, or the wait's result.
+ * One turn of the slow path, with the daemon live: the deadlines, a look at the slots (first
+ * turn only), the ring, the move check, the slots, a last check and the sleep.  GO_ON for the next
+ * turn, or the wait's result.
  */
 static int wait_turn(struct barrierd *b, const struct target *t, struct wait_state *w, uint64_t now,
 		     uint32_t snap)
 {
 	int64_t slice;
 	uint64_t end;
-	bool rang;
 	int ret;
 
 	if (now >= w->fb_deadline) {
@@ -301,12 +300,18 @@ static int wait_turn(struct barrierd *b, const struct target *t, struct wait_sta
 		return -ETIMEDOUT;
 	if (!bd_ext(b))
 		bd_ext_refresh(b);
-	slice = wait_ring(b, t, &rang);
+	/* The first turn looks at the slots a while before it rings (bd_wait_look says why). */
+	if (!w->looked) {
+		w->looked = true;
+		if (bd_wait_look(b, t))
+			return ns_check(b, t, &w->ns_checked);
+	}
+	slice = wait_ring(b, t);
 	ret = ns_check(b, t, &w->ns_checked);
 	if (ret)
 		return ret;
 	wait_fetch_slots(b, t, w);
-	if (rang ? bd_wait_look(b, t) : bd_wait_passed(b, t))
+	if (bd_wait_passed(b, t))
 		return 0;
 	/* A fallback deadline already passed (a stamp it did not prove) bounds nothing. */
 	end = w->fb_deadline > now && w->fb_deadline < w->deadline ? w->fb_deadline : w->deadline;

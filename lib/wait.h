@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The futex wait's pieces, shared by its files only: lib/wait.c (the entry points and the
- * wait's steps), lib/wait_ring.c (when to ring, the ring, the look while it travels) and
+ * wait's steps), lib/wait_ring.c (when to ring, the ring, the look before it) and
  * lib/wait_sleep.c (the futex sleeps).
  */
 #ifndef BARRIERD_LIB_WAIT_H
@@ -52,8 +52,8 @@ bool bd_wait_need_ring(const struct barrierd *b, const struct target *t);
 int bd_wait_ring(const struct barrierd *b, const struct target *t);
 
 /*
- * After a heard ring, while it travels: bd_wait_passed, repeated for a bounded time on a
- * handle that credits from the slots (once otherwise).  1 when the target passed, else 0.
+ * Before the wait's first ring: bd_wait_passed, repeated for a bounded time on a handle that
+ * credits from the slots.  1 when the target passed, 0 when not or without slots.
  */
 int bd_wait_look(const struct barrierd *b, const struct target *t);
 

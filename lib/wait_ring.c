@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
- * When a wait rings the doorbell, the ring itself, and the look at the slots while the ring
- * travels.  These decide when evidence is gathered, never what counts: every success still
- * comes from bd_wait_passed (docs/DESIGN.md rule 11 for the slots, §6.6 for the file).
+ * When a wait rings the doorbell, the ring itself, and the look at the slots before it.  These
+ * decide when evidence is gathered, never what counts: every success still comes from
+ * bd_wait_passed (docs/DESIGN.md rule 11 for the slots, §6.6 for the file).
  */
 #include "wait.h"
 
 #include <sched.h>
 
 #define RERING_WINDOW_NS (200 * 1000LL) /* how long to keep re-ringing (bounded spin) */
-#define LOOK_NS (50 * 1000LL)		/* how long to look at the slots after a heard ring */
+#define LOOK_NS (30 * 1000LL)		/* how long to look at the slots before the first ring */
 
 /*
  * docs/PROTOCOL.md §6.8.  An ns or CPU-set wait rings iff the file has the doorbell and its
@@ -67,19 +67,21 @@ int bd_wait_ring(const struct barrierd *b, const struct target *t)
 /*
  * A CPU that holds a wait back on an idle machine is mostly one running something for a few
  * microseconds (a kernel thread, a timer's work): its next switch stamps its slot, or it goes
- * idle, and either is direct evidence.  The daemon's answer to the ring takes a pass and a
- * wake-up, hundreds of microseconds.  So, after a heard ring, check again for up to LOOK_NS:
- * on a loaded machine the ring is already on its way, so the look delays nothing but this
- * caller's sleep, and it yields its CPU after a few pauses so that a daemon thread that shares
- * it runs.  The check is bd_wait_passed, unchanged: the look adds no kind of evidence, only
- * moments to take it at.  Only with slots: the file's values come with a FUTEX_WAKE anyway.
+ * idle, and either is direct evidence.  The doorbell's way takes a pass and a wake-up, and the
+ * ring itself can cost the caller that much: the daemon's doorbell and main threads run at
+ * SCHED_FIFO, so where one shares the caller's CPU the ring's FUTEX_WAKE hands that CPU to the
+ * daemon until its answer is done (about 200 us measured).  So look first: check again for up
+ * to LOOK_NS before the wait's first ring, pausing, then yielding the CPU between checks.  A
+ * loaded call pays at most LOOK_NS once.  The check is bd_wait_passed, unchanged: the look
+ * adds no kind of evidence, only moments to take it at.  Only with slots: the file's values
+ * come with a FUTEX_WAKE anyway.
  */
 int bd_wait_look(const struct barrierd *b, const struct target *t)
 {
 	uint64_t end;
 
 	if (t->kind == T_VTIME || !barrierd_direct(b))
-		return bd_wait_passed(b, t);
+		return 0;
 	end = bd_clock_raw() + LOOK_NS;
 	for (int i = 0;; i++) {
 		if (bd_wait_passed(b, t))
