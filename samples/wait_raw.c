@@ -15,7 +15,7 @@
  *   6.5  stamp: MFENCE; LFENCE; CLOCK_MONOTONIC;
  *   6.6  passed: strict >, on a value read between two reads of flags and generation;
  *   6.7  wait: futex word first, then the full value, then a bounded shared futex sleep;
- *   6.8  ring the doorbell when the daemon is disarmed or a lagging CPU is not busy;
+ *   6.8  ring the doorbell when the stamp is above served_ns (the daemon's promise);
  *   6.9  liveness: flags and heartbeat.
  *
  * Two simplifications against libbarrierd: no time-namespace conversion (6.4), and a file
@@ -42,18 +42,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef SYS_futex_waitv
-#define SYS_futex_waitv 449
-#endif
-#ifndef FUTEX2_SIZE_U32
-#define FUTEX2_SIZE_U32 0x02
-#endif
-
 #define MS 1000000ULL
-#define SLICE_NS (10 * MS)	  /* longest sleep between full checks (6.7) */
-#define SHORT_SLICE_NS (1 * MS)	  /* after a lost ring; or a FUTEX_WAIT standing in for waitv */
-#define RERING_NS (200 * 1000ULL) /* keep re-ringing a lost ring this long (6.8) */
-#define MAX_DEPTH 4096		  /* ancestors the trust walk checks; deeper is refused */
+#define SLICE_NS (10 * MS)	       /* longest sleep between full checks (6.7) */
+#define SHORT_SLICE_NS (1 * MS)	       /* after a lost ring */
+#define RERING_NS (200 * 1000ULL)      /* keep re-ringing a lost ring this long (6.8) */
+#define MAX_DEPTH 4096		       /* ancestors the trust walk checks; deeper is refused */
 #define PROC_TIME_INIT_INO 0xEFFFFFFAu /* the initial time namespace's inode */
 
 struct view {
@@ -348,25 +341,21 @@ static bool live(const struct view *v, uint64_t now)
 
 /* ---- 6.8 the doorbell ----------------------------------------------------------------------- */
 
-enum ring_decision { NO_RING, NO_RING_ARMED, RING };
-
-/* Decided on `flags`, one snapshot: the sleep that follows watches that very value. */
-static enum ring_decision need_ring(const struct view *v, uint64_t t, uint64_t flags)
+/*
+ * Ring iff the daemon listens and has not promised to serve t: t above served_ns (0 when the
+ * daemon does not publish it).  The word is a hint for when to ring, never evidence.
+ */
+static bool need_ring(const struct view *v, uint64_t t)
 {
-	bool lagging = false;
+	uint64_t flags, served;
 
-	if (!v->x || !(flags & BARRIERD_FEAT_DOORBELL))
-		return NO_RING;
-	if (!(flags & BARRIERD_FLAG_ARMED))
-		return RING; /* a disarmed daemon hears no CPU until someone rings */
-	for (uint64_t c = 0; c < v->ncpu; c++) {
-		if (ld(&v->h->per_cpu[c].last_interrupt_ns) > t)
-			continue;
-		if (ld(&v->x->cpu[c].state) != BARRIERD_CPU_BUSY)
-			return RING; /* idle, offline, unknown, daemon: no event will come */
-		lagging = true;
-	}
-	return lagging ? NO_RING_ARMED : NO_RING;
+	if (!v->x)
+		return false;
+	flags = ld(&v->h->flags);
+	if (!(flags & BARRIERD_FEAT_DOORBELL))
+		return false;
+	served = flags & BARRIERD_FEAT_SERVED ? ld(&v->x->served_ns) : 0;
+	return t > served;
 }
 
 /* true: a daemon thread heard a ring (or the barrier passed); false: every ring was lost. */
@@ -391,39 +380,14 @@ static bool ring(const struct view *v, uint64_t t)
 /* ---- 6.7 the wait --------------------------------------------------------------------------- */
 
 /*
- * Sleep until the global word's low half differs from `snap`, or the slice ends.  When we did
- * not ring only because the daemon was armed, also until the flags word differs from the flags
- * we decided on: a disarm after the decision fails the kernel's compare or wakes us (the daemon
- * FUTEX_WAKEs the flags word after every change).  futex_waitv watches both; without it
- * (Linux before 5.16, or a seccomp profile), FUTEX_WAIT on the global word, kept short.
+ * Sleep until the global word's low half differs from `snap`, or the slice ends.  (libbarrierd
+ * also queues on the doorbell's high half with futex_waitv, so that the daemon counts it as a
+ * client that rings; this sample, like an original-layout client, is followed instead.)
  */
-static void sleep_on(const struct view *v, uint32_t snap, uint32_t flags, bool armed_no_ring,
-		     uint64_t slice_ns)
+static void sleep_on(const struct view *v, uint32_t snap, uint64_t slice_ns)
 {
-	static int no_waitv;
 	struct timespec ts;
 
-	if (armed_no_ring && !no_waitv) {
-		struct futex_waitv w[2];
-		uint64_t end = mono() + slice_ns;
-
-		memset(w, 0, sizeof(w));
-		w[0].uaddr = (uintptr_t)&v->h->flags;
-		w[0].val = flags;
-		w[0].flags = FUTEX2_SIZE_U32; /* shared: no FUTEX2_PRIVATE */
-		w[1].uaddr = (uintptr_t)&v->h->last_interrupt_ns;
-		w[1].val = snap;
-		w[1].flags = FUTEX2_SIZE_U32;
-		ts.tv_sec = (time_t)(end / 1000000000ULL);
-		ts.tv_nsec = (long)(end % 1000000000ULL);
-		if (syscall(SYS_futex_waitv, w, 2, 0, &ts, CLOCK_MONOTONIC) >= 0 ||
-		    errno == EAGAIN || errno == ETIMEDOUT || errno == EINTR)
-			return;
-		if (errno == ENOSYS || errno == EPERM)
-			no_waitv = 1;
-	}
-	if (armed_no_ring && slice_ns > SHORT_SLICE_NS)
-		slice_ns = SHORT_SLICE_NS;
 	ts.tv_sec = (time_t)(slice_ns / 1000000000ULL);
 	ts.tv_nsec = (long)(slice_ns % 1000000000ULL);
 	futex(&v->h->last_interrupt_ns, FUTEX_WAIT, snap, &ts); /* relative, bounded */
@@ -439,8 +403,7 @@ static int wait_raw(const struct view *v, uint64_t t, uint64_t timeout_ns)
 	for (;;) {
 		/* 1. The futex word first, so that a change after the check is not missed. */
 		uint32_t snap = ld_low(&v->h->last_interrupt_ns);
-		uint64_t slice = SLICE_NS, now, flags;
-		enum ring_decision decision;
+		uint64_t slice = SLICE_NS, now;
 
 		/* 2. Then all 64 bits of the value, strictly. */
 		if (passed(v, t))
@@ -450,16 +413,14 @@ static int wait_raw(const struct view *v, uint64_t t, uint64_t timeout_ns)
 			return -ESTALE; /* libbarrierd can fall back to membarrier() here */
 		if (now - start >= timeout_ns)
 			return -ETIMEDOUT;
-		flags = ld(&v->h->flags);
-		decision = need_ring(v, t, flags);
-		if (decision == RING && !ring(v, t))
+		if (need_ring(v, t) && !ring(v, t))
 			slice = SHORT_SLICE_NS; /* every ring lost: look again soon */
 		if (passed(v, t))
 			return 0;
 		if (timeout_ns - (now - start) < slice)
 			slice = timeout_ns - (now - start);
 		/* 3. A bounded sleep: the futex sees only the low half, and daemons die. */
-		sleep_on(v, snap, (uint32_t)flags, decision == NO_RING_ARMED, slice);
+		sleep_on(v, snap, slice);
 	}
 }
 

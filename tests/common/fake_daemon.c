@@ -27,8 +27,8 @@ void fake_fill(void *buf, uint64_t ncpu, uint64_t now)
 	h->abi_minor = BARRIERD_ABI_MINOR;
 	h->header_size = sizeof(struct barrierd_header);
 	h->cpu_stride = sizeof(struct barrierd_cpu);
-	h->flags = BARRIERD_FLAG_RUNNING | BARRIERD_FLAG_ARMED | BARRIERD_FEAT_EXTENSION |
-		   BARRIERD_FEAT_DOORBELL | BARRIERD_FEAT_CPU_FLAGS;
+	h->flags = BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION | BARRIERD_FEAT_DOORBELL |
+		   BARRIERD_FEAT_SERVED | BARRIERD_FEAT_CPU_FLAGS;
 	h->generation = 1;
 	h->heartbeat_ns = now;
 	h->heartbeat_period_ns = FAKE_HB_PERIOD_NS;
@@ -51,6 +51,8 @@ void fake_fill(void *buf, uint64_t ncpu, uint64_t now)
 	x->last_advance_ns = base;
 	x->last_advance_cause = BARRIERD_CAUSE_EVENT;
 	x->passes = 1;
+	/* Served up to its last pass: every CPU's value is at or above it (fake_daemon.h). */
+	x->served_ns = base;
 }
 
 void fake_label(void *buf, uint64_t ncpu, uint64_t now)
@@ -312,14 +314,17 @@ static void *bell_main(void *arg)
 		uint64_t now = bd_mono_ns();
 
 		pthread_mutex_lock(&d->lock);
-		if (mode == FAKE_CREDIT_ARM)
-			bd_store(&d->h->flags, bd_load(&d->h->flags) | BARRIERD_FLAG_ARMED);
-		if (mode == FAKE_CREDIT_HORIZON)
-			bd_store(&d->x->served_ns, now);
+		/*
+		 * FAKE_CREDIT_SERVED keeps served_ns's promise at once: every CPU, busy ones too,
+		 * gets evidence at now before served_ns rises to now, so that a waiter that finds
+		 * its stamp served finds it published too, or is woken by the fold below.
+		 */
 		for (uint64_t c = 0; c < d->ncpu; c++)
-			if (mode == FAKE_CREDIT_ARM || mode == FAKE_CREDIT_HORIZON ||
+			if (mode == FAKE_CREDIT_SERVED ||
 			    bd_load(&d->x->cpu[c].state) != BARRIERD_CPU_BUSY)
 				publish_cpu_locked(d, c, now);
+		if (mode == FAKE_CREDIT_SERVED && now > bd_load(&d->x->served_ns))
+			bd_store(&d->x->served_ns, now);
 		fold_locked(d);
 		pthread_mutex_unlock(&d->lock);
 	}

@@ -37,10 +37,14 @@
 /* How the file looks when the fake daemon creates it. */
 enum fake_look {
 	/*
-	 * A live daemon of this process that has just published (fake_fill): running and armed,
-	 * its pid and this boot's id, a 100 ms heartbeat period, every CPU busy with evidence a
-	 * millisecond old, distinct per CPU, the global value their minimum, vtime above every
-	 * per-CPU vtime, no stop snapshot yet.
+	 * A live daemon of this process that has just published (fake_fill): running, with the
+	 * doorbell, the per-CPU flags and served_ns, its pid and this boot's id, a 100 ms
+	 * heartbeat period, every CPU busy with evidence a millisecond old, distinct per CPU, the
+	 * global value their minimum, vtime above every per-CPU vtime, no stop snapshot yet.
+	 * served_ns is the time of that publication (the global value): every CPU is at or past
+	 * it, so the promise holds with nothing to do, and a stamp taken by the test is above it
+	 * (a wait rings).  A test that stores served_ns itself plays the daemon's promise: it
+	 * must then serve the waits it covers (publish, or let them time out on purpose).
 	 */
 	FAKE_LIVE,
 	/*
@@ -62,11 +66,10 @@ void *fake_image(uint64_t ncpu, uint64_t now, size_t *size);
 
 /* What the doorbell listener does when it hears a ring. */
 enum fake_credit_mode {
-	FAKE_CREDIT_NONE = 0,	 /* only count it */
-	FAKE_CREDIT_IDLE = 1,	 /* idle/offline credit: every CPU that is not BUSY */
-	FAKE_CREDIT_ARM = 2,	 /* a disarmed daemon arms: then busy CPUs' events reach it too */
-	FAKE_CREDIT_HORIZON = 3, /* ABI 1.1: the horizon rises to the ring's time, and busy
-				    CPUs' first events past it reach the daemon */
+	FAKE_CREDIT_NONE = 0, /* only count it */
+	FAKE_CREDIT_IDLE = 1, /* idle/offline credit: every CPU that is not BUSY; served_ns stays */
+	FAKE_CREDIT_SERVED = 2, /* the promise kept: every CPU gets evidence at the ring's time,
+				   then served_ns rises to it */
 };
 
 struct fake_daemon {

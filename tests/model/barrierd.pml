@@ -51,7 +51,7 @@
 #define L_FLAGS 14   /* header.flags: RUNNING, STOPPED */
 #define L_STOP_NS 15 /* ext.stop_ns */
 #define L_GEN 16     /* header.generation */
-#define L_HORIZON 17 /* ext.served_ns */
+#define L_SERVED 17 /* ext.served_ns */
 #define NLOC 18
 
 #include "tso.pml"
@@ -615,17 +615,23 @@ proctype Waiter()
 
 #ifdef CFG_LIVE
 /*
- * Liveness (DESIGN 4.1, 4.4): the watermark handshake and the horizon.  CPU 1 runs user code
- * and takes an event now and then, forever (a tick); each of its readings is later than the
- * one before, up to CMAX.  The waiter runs on CPU 0, whose own evidence is not modelled here
- * (the global value is CPU 1's).  The daemon runs on CPU 2 and wakes for a ring or a signal.
- * There is no heartbeat fold and no idle-credit timer: a lost signal is never made up, so
- * `<> finished` fails on it.  Two waiters:
- *  - the library (default): it rings while the published horizon is below its stamp, else it
- *    relies on CPU 1 signalling; the daemon raises the horizon, and its credit pass waits
- *    while CPU 1 is owed (lags the horizon in its slot), looking again at every wake-up;
+ * Liveness (DESIGN 4.1, 4.4): the watermark handshake and the served word S (ext.served_ns).
+ * CPU 1 runs user code and takes an event now and then (a tick); each of its readings is later
+ * than the one before, up to CMAX.  At any moment it may go idle for good (a tickless idle
+ * CPU): that switch is its last event, and its idle word reads IDLE after it.  The waiter runs
+ * on CPU 0, whose own evidence is not modelled here (the global value is CPU 1's).  The daemon
+ * runs on CPU 2 and wakes for a ring, a signal or, once nothing else can move, its heartbeat
+ * (L8).  A lost signal of a CPU that keeps running is never made up, nor is an idle CPU nobody
+ * credits (the heartbeat's pass credits only what every pass credits), so `<> finished` fails
+ * on either.  S is the daemon's promise that a wait whose stamp is at or below
+ * it is served without a ring: the daemon raises it only after the watermark handshake for it
+ * (a busy CPU at or below it then signals its next event), and at the end of every pass gives
+ * a CPU that is not busy and lags S a credit pass of its own.  Two waiters:
+ *  - the library (default): it rings iff its stamp is above S (one comparison, no per-CPU
+ *    state); the daemon raises S to its clock, and its credit pass waits while CPU 1 is busy
+ *    and owed (lags S in its slot), looking again at every wake-up;
  *  - an original-layout client (FOLLOW): it never rings; the daemon follows, moving the
- *    horizon to a fenced clock reading at the end of every pass.
+ *    watermark and S to a fenced clock reading at the end of every pass.
  * Both then sleep on the global word (a futex wait).
  */
 bool sig, bell, finished;
@@ -642,16 +648,22 @@ ltl served { <> finished }
 proctype LiveCpu()
 {
 	byte prev, wm, _k;
+	bool last;
 
 end:
 	do
-	:: atomic { sbn[1] == 0 -> /* [L1] the event: the clock, then the locked exchange */
+	:: atomic { sbn[1] == 0 && mem[L_IDLE0 + 1] == S_BUSY -> /* [L1] the event: the clock, then the locked exchange */
 			if
 			:: clk < CMAX -> clk++
 			:: else -> skip
 			fi;
 			prev = mem[L_STAMP0 + 1];
-			mem[L_STAMP0 + 1] = clk };
+			mem[L_STAMP0 + 1] = clk;
+			/* the switch to idle, for good, or user code on */
+			if
+			:: last = 1
+			:: last = 0
+			fi };
 		/* [L2] the watermark, loaded after the exchange: signal if the old stamp lagged it */
 		d_step {
 			LDX(1, L_BSS_WM, wm);
@@ -661,14 +673,30 @@ end:
 			fi;
 			prev = 0;
 			wm = 0
+		};
+		/* the idle word's xchg, after the switch's stamp */
+		d_step {
+			if
+			:: last -> mem[L_IDLE0 + 1] = S_IDLE
+			:: else -> skip
+			fi;
+			last = 0
 		}
 	od
 }
 
+inline publish_served()
+{
+	if
+	:: horizon != hpub -> TST(T_DAEMON, L_SERVED, horizon); hpub = horizon
+	:: else -> skip
+	fi
+}
+
 /*
- * [L3] the handshake (watermark_handshake()): store the watermark (the horizon while the
- * global value is at or below it, else 0), MFENCE, re-read the stamp of a CPU at or below
- * it; then publish the horizon.
+ * [L3] the handshake (watermark_handshake()): store the watermark (the horizon, S to be,
+ * while the global value is at or below it, else 0), MFENCE, re-read the stamp of a CPU at or
+ * below it; then publish S: only now does a busy CPU at or below it signal its next event.
  */
 inline handshake()
 {
@@ -686,10 +714,30 @@ inline handshake()
 #endif
 #endif
 	d_step { again = (wm != 0 && s > pns); s = 0; wm = 0 };
+	publish_served()
+}
+
+/*
+ * [L7] the end of a pass: a CPU that is not busy and lags S (it went idle before or after the
+ * handshake) gets a credit pass the daemon schedules itself: a fenced clock reading r, later
+ * than every stamp S covers, published as its value.
+ */
+inline credit_idle()
+{
+#ifndef M_NO_IDLE_CREDIT
+	TLD(T_DAEMON, L_IDLE0 + 1, s);
 	if
-	:: horizon != hpub -> TST(T_DAEMON, L_HORIZON, horizon); hpub = horizon
+	:: s == S_IDLE && pns <= hpub ->
+		/* r is read after S was raised: later than S, which the bounded clock forces */
+		atomic { ON(T_DAEMON) -> if :: clk < CMAX -> clk++ :: else -> skip fi; pns = clk };
+		g = pns;
+		TST(T_DAEMON, L_G_NS, g)
 	:: else -> skip
-	fi
+	fi;
+	s = 0
+#else
+	skip
+#endif
 }
 
 /*
@@ -719,7 +767,8 @@ inline live_pass()
 		:: again -> skip
 		:: else -> break
 		fi
-	od
+	od;
+	credit_idle()
 }
 
 proctype LiveDaemon()
@@ -738,22 +787,47 @@ end:
 	 */
 	:: atomic { bell -> bell = 0; h = HCLK };
 		if
-		:: h > horizon -> horizon = h; handshake()
+		:: h > horizon -> horizon = h;
+#ifndef M_SERVED_NO_HS
+			handshake()
+#else
+			publish_served()
+#endif
 		:: else -> skip
 		fi;
 		h = 0;
 		do
-		:: TLD(T_DAEMON, L_STAMP0 + 1, s);
-			d_step { owed = (g <= horizon && s <= horizon); s = 0 };
+		:: TLD(T_DAEMON, L_IDLE0 + 1, s);
+			d_step { owed = (s == S_BUSY); s = 0 };
+			TLD(T_DAEMON, L_STAMP0 + 1, s);
+			d_step { owed = owed && (g <= horizon && s <= horizon); s = 0 };
 			if
 			:: !owed -> break
-			:: else -> atomic { sig || bell -> sig = 0 } /* wait for a wake-up */
+			:: else ->
+				/*
+				 * Wait for a wake-up, or the bound on this wait (--idle-credit-
+				 * interval; a CPU silent for 20 ms is not waited for): a CPU that
+				 * went idle after its owed check never wakes us.  `timeout` fires
+				 * only once nothing else can move, so it hides no lost signal of a
+				 * CPU that keeps running.
+				 */
+				if
+				:: atomic { sig || bell -> sig = 0 }
+				:: timeout -> break
+				fi
 			fi
 		od;
 		live_pass()
 #endif
 	:: atomic { sig -> sig = 0 };
 		live_pass()
+	/*
+	 * [L8] the heartbeat's pass, once nothing else can move (`timeout`; the real one comes
+	 * every period whatever happens, so this hides nothing it would not make up).  It closes
+	 * one window only: a CPU whose switch to idle stamped and signalled, and whose idle
+	 * word's xchg came after the pass it woke had read BUSY.
+	 */
+	:: timeout -> live_pass()
 	od
 }
 
@@ -774,10 +848,12 @@ proctype LiveWaiter()
 		:: else -> skip
 		fi;
 #ifndef FOLLOW
-		/* need_ring(): CPU 1 lags and is busy; ring unless the horizon covers the stamp */
-		TLD(T_WAITER, L_HORIZON, hz);
+		/* need_ring(): one comparison, no per-CPU state: ring iff the stamp is above S */
+		TLD(T_WAITER, L_SERVED, hz);
 		if
+#ifndef M_NO_RING
 		:: T > hz -> bell = 1 /* FUTEX_WAKE on the doorbell */
+#endif
 		:: else -> skip
 		fi;
 		hz = 0;

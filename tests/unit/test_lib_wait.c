@@ -2,12 +2,11 @@
 /*
  * passed() and the waits against a fake daemon: strict comparisons, futex wake-ups on the
  * right words, the bounded sleep that catches a change in a word's high half, the doorbell
- * (rung only for idle/offline/unknown/daemon CPUs at or below the stamp), a stale daemon,
+ * (rung iff the stamp is above served_ns, and at every turn for vtime), a stale daemon,
  * the membarrier fallback and its errors, a daemon restart under an open handle, and
  * wait_cpus.  Then the library cases of the stop rule and of the wake-ups: a restart between
  * the library's load of a value and its load of the flags (access_hook.h stops the library
- * between the two), an extension laid out after open, futex_waitv refused by seccomp, and a
- * disarm between the decision not to ring and the sleep.
+ * between the two), an extension laid out after open, and futex_waitv refused by seccomp.
  *
  * Timeouts here are hang guards (seconds) or deliberately short waits that must time out;
  * nothing asserts how long anything took, except that a wait without futex_waitv must not
@@ -353,8 +352,9 @@ static void wait_sees_high_half_change(void **state)
 
 /*
  * CPU 0 is busy and past the stamp; CPU 1 holds the barrier back in `cpu_state`, at the stamp
- * or below it.  The wait must ring; the fake daemon's doorbell listener then credits CPU 1,
- * as the daemon's idle/offline credit does, and the wait ends.
+ * or below it; served_ns (fake_fill's) is below the stamp.  The wait must ring; the fake
+ * daemon's doorbell listener then credits CPU 1, as the daemon's idle/offline credit does, and
+ * the wait ends.
  */
 static void ring_case(struct fx *f, uint64_t cpu_state, int at_stamp)
 {
@@ -414,24 +414,57 @@ static void listener_hears_requests(struct fx *f)
 	assert_true(fake_rings(&f->s) > 0);
 }
 
-/* CPU 1 is idle: a wait for s must time out without ringing, although the listener listens. */
+/* A wait for s must time out without ringing, although the listener listens. */
 static void no_ring_case(struct fx *f, uint64_t s, int64_t wait_ns)
 {
-	fake_set_state(&f->s, 1, BARRIERD_CPU_IDLE);
 	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_NONE), 0);
 	assert_int_equal(barrierd_wait(f->b, s, wait_ns), -ETIMEDOUT);
 	assert_int_equal(fake_rings(&f->s), 0);
 	listener_hears_requests(f);
 }
 
-static void no_ring_when_lagging_cpus_busy(void **state)
+/*
+ * served_ns at exactly the stamp: the daemon promised to serve it, so no ring, whatever the
+ * lagging CPU's state.  Here the test plays that daemon and serves nothing: the wait times out.
+ * busy: CPU 0 (busy) lags, CPU 1 is past; otherwise CPU 1 lags too, idle.
+ */
+static void no_ring_when_served(struct fx *f, bool idle_lags)
+{
+	uint64_t s = stamp(f->b);
+
+	if (idle_lags)
+		fake_set_state(&f->s, 1, BARRIERD_CPU_IDLE);
+	else
+		fake_credit(&f->s, 1, s + 1);
+	bd_store(&f->s.x->served_ns, s);
+	no_ring_case(f, s, 100 * TEST_MS);
+}
+
+static void no_ring_when_served_busy(void **state)
+{
+	no_ring_when_served(*state, false);
+}
+
+/* A CPU that is not busy lags too: served_ns alone decides, no per-CPU state is read. */
+static void no_ring_when_served_idle(void **state)
+{
+	no_ring_when_served(*state, true);
+}
+
+/* A CPU-set wait follows the same rule: CPU 0 (busy) lags, the stamp is served. */
+static void no_ring_when_served_cpus(void **state)
 {
 	struct fx *f = *state;
 	uint64_t s = stamp(f->b);
+	cpu_set_t set;
 
-	/* CPU 1 is idle but already past the stamp; CPU 0, below it, is busy. */
-	fake_credit(&f->s, 1, s + 1);
-	no_ring_case(f, s, 200 * TEST_MS);
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	bd_store(&f->s.x->served_ns, s);
+	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_NONE), 0);
+	assert_int_equal(barrierd_wait_cpus(f->b, s, &set, sizeof(set), 100 * TEST_MS), -ETIMEDOUT);
+	assert_int_equal(fake_rings(&f->s), 0);
+	listener_hears_requests(f);
 }
 
 static void no_ring_without_doorbell_feature(void **state)
@@ -441,151 +474,120 @@ static void no_ring_without_doorbell_feature(void **state)
 
 	/* No daemon thread waits on the doorbell: ringing would only cost the client. */
 	bd_store(&f->s.h->flags, BARRIERD_FLAG_RUNNING | BARRIERD_FEAT_EXTENSION);
+	fake_set_state(&f->s, 1, BARRIERD_CPU_IDLE);
 	no_ring_case(f, s, 100 * TEST_MS);
 }
 
-/*
- * A disarmed daemon listens to no CPU until someone rings: then the waiter rings even though
- * every lagging CPU is busy.  The fake daemon arms on the ring and its busy CPUs' events
- * reach it.
- */
-static void rings_when_disarmed(void **state)
-{
-	struct fx *f = *state;
-	uint64_t s = stamp(f->b);
-
-	bd_store(&f->s.h->flags, BARRIERD_FLAG_RUNNING | FEATS);
-	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_ARM), 0);
-	assert_int_equal(barrierd_wait(f->b, s, TEST_HANG_GUARD_NS), 0);
-	fake_stop_doorbell(&f->s);
-	assert_true(fake_rings(&f->s) >= 1);
-	assert_true(bd_load(&f->s.h->flags) & BARRIERD_FLAG_ARMED);
-}
-
-/* ABI 1.1 (docs/PROTOCOL.md §6.8): a daemon that publishes its horizon, disarmed. */
-#define HORIZON_FLAGS (BARRIERD_FLAG_RUNNING | FEATS | BARRIERD_FEAT_SERVED)
+/* A daemon that publishes served_ns (docs/PROTOCOL.md §6.8). */
+#define SERVED_FLAGS (BARRIERD_FLAG_RUNNING | FEATS | BARRIERD_FEAT_SERVED)
 
 /*
- * A busy CPU lags, the horizon is at the stamp: that CPU signals by itself, no ring (an ABI 1.1
- * daemon, with no nudges: never again either).
+ * served_ns just below the stamp, every lagging CPU busy: the waiter rings (no per-CPU state
+ * makes it skip), and the fake daemon's answer (served_ns raised past the stamp, the CPUs
+ * published) ends the wait.
  */
-static void no_ring_when_horizon_covers(void **state)
+static void rings_when_stamp_above_served(void **state)
 {
 	struct fx *f = *state;
 	uint64_t s = stamp(f->b);
 
 	fake_credit(&f->s, 1, s + 1);
-	bd_store(&f->s.h->flags, HORIZON_FLAGS);
-	bd_store(&f->s.x->served_ns, s);
-	no_ring_case(f, s, 200 * TEST_MS);
-}
-
-/* ABI 1.2: the per-CPU flags too, and BARRIERD_CPUF_NUDGE on every CPU (or none). */
-#define NUDGE_FLAGS (HORIZON_FLAGS | BARRIERD_FEAT_CPU_FLAGS)
-static void set_nudged(struct fx *f, bool on);
-
-/* The horizon covers s, CPU 0 (busy) lags it, CPU 1 is past it; nudge threads or none. */
-static void covered(struct fx *f, uint64_t s, bool nudged)
-{
-	fake_credit(&f->s, 1, s + 1);
-	bd_store(&f->s.h->flags, NUDGE_FLAGS);
-	set_nudged(f, nudged);
-	bd_store(&f->s.x->served_ns, s);
-}
-
-/*
- * The horizon covers the stamp, but nothing serves it: a tickless CPU, and the daemon's looks
- * for that ring over before the waiter slept (PROTOCOL.md §6.8).  The wait rings again (after
- * 20 ms) and the fake daemon's answer to the ring serves it.
- */
-static void rings_again_when_horizon_covers(void **state)
-{
-	struct fx *f = *state;
-	uint64_t s = stamp(f->b);
-
-	covered(f, s, true);
-	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_HORIZON), 0);
-	assert_int_equal(barrierd_wait(f->b, s, TEST_HANG_GUARD_NS), 0);
-	fake_stop_doorbell(&f->s);
-	assert_true(fake_rings(&f->s) >= 1);
-	assert_true(bd_load(&f->s.x->served_ns) > s);
-}
-
-/*
- * Nobody answers: the wait rings again at most every 20 ms after the horizon (the stamp) or its
- * last heard ring, so at most 10 times in 200 ms (the count, not a time, is asserted), and at
- * least once.
- */
-static void repeat_rings_are_spaced(void **state)
-{
-	struct fx *f = *state;
-	uint64_t s = stamp(f->b);
-
-	covered(f, s, true);
-	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_NONE), 0);
-	assert_int_equal(barrierd_wait(f->b, s, 200 * TEST_MS), -ETIMEDOUT);
-	fake_stop_doorbell(&f->s);
-	assert_in_range(fake_rings(&f->s), 1, 10);
-}
-
-/*
- * A caller that retries short waits: each starts anew, and the horizon's age alone decides, so
- * the retries ring once it is 20 ms old and are served.
- */
-static void short_waits_ring_again(void **state)
-{
-	struct fx *f = *state;
-	uint64_t s = stamp(f->b), end = bd_mono_ns() + TEST_HANG_GUARD_NS;
-	int r;
-
-	covered(f, s, true);
-	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_HORIZON), 0);
-	while ((r = barrierd_wait(f->b, s, 5 * TEST_MS)) == -ETIMEDOUT && bd_mono_ns() < end)
-		;
-	fake_stop_doorbell(&f->s);
-	assert_int_equal(r, 0);
-	assert_true(fake_rings(&f->s) >= 1);
-}
-
-/* No lagging CPU has a nudge thread: another ring could not make it signal sooner. */
-static void no_repeat_ring_without_nudges(void **state)
-{
-	struct fx *f = *state;
-	uint64_t s = stamp(f->b);
-
-	covered(f, s, false);
-	no_ring_case(f, s, 100 * TEST_MS);
-}
-
-/* The horizon is below the stamp: the waiter rings (to raise it) although the CPU is busy. */
-static void rings_when_horizon_below(void **state)
-{
-	struct fx *f = *state;
-	uint64_t s = stamp(f->b);
-
-	fake_credit(&f->s, 1, s + 1);
-	bd_store(&f->s.h->flags, HORIZON_FLAGS);
+	bd_store(&f->s.h->flags, SERVED_FLAGS);
 	bd_store(&f->s.x->served_ns, s - 1);
-	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_HORIZON), 0);
+	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_SERVED), 0);
 	assert_int_equal(barrierd_wait(f->b, s, TEST_HANG_GUARD_NS), 0);
 	fake_stop_doorbell(&f->s);
 	assert_true(fake_rings(&f->s) >= 1);
-	assert_false(bd_load(&f->s.h->flags) & BARRIERD_FLAG_ARMED);
 	assert_true(bd_load(&f->s.x->served_ns) > s);
 }
 
-/* A vtime wait rings for a busy CPU whatever the horizon: it is a time, not a vtime. */
-static void vtime_rings_past_horizon(void **state)
+/*
+ * Without FEAT_SERVED the word promises nothing: a waiter rings although it reads above the
+ * stamp.
+ */
+static void rings_without_served_feature(void **state)
+{
+	struct fx *f = *state;
+	uint64_t s = stamp(f->b);
+
+	fake_credit(&f->s, 1, s + 1);
+	bd_store(&f->s.h->flags, BARRIERD_FLAG_RUNNING | FEATS);
+	bd_store(&f->s.x->served_ns, UINT64_MAX);
+	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_SERVED), 0);
+	assert_int_equal(barrierd_wait(f->b, s, TEST_HANG_GUARD_NS), 0);
+	fake_stop_doorbell(&f->s);
+	assert_true(fake_rings(&f->s) >= 1);
+}
+
+/*
+ * A lost ring (nobody listening yet) does not raise served_ns, so the wait rings again: once
+ * the listener runs, a later ring is heard and served.  A wait that rang once and then only
+ * slept would time out here.
+ */
+struct late_listener {
+	struct fake_daemon *s;
+	int saw_sleeper;
+	pthread_t t;
+};
+
+static void *start_listener_late(void *arg)
+{
+	struct late_listener *l = arg;
+
+	/* The waiter has rung (lost) and sleeps on the global word: only now listen. */
+	l->saw_sleeper = test_await_sleeper(&l->s->h->last_interrupt_ns, TEST_HANG_GUARD_NS / 2);
+	if (fake_start_doorbell(l->s, FAKE_CREDIT_SERVED))
+		l->saw_sleeper = -1;
+	return NULL;
+}
+
+static void lost_ring_rings_again(void **state)
+{
+	struct fx *f = *state;
+	struct late_listener l = {.s = &f->s};
+	uint64_t s = stamp(f->b);
+
+	fake_credit(&f->s, 1, s + 1);
+	assert_int_equal(pthread_create(&l.t, NULL, start_listener_late, &l), 0);
+	assert_int_equal(barrierd_wait(f->b, s, TEST_HANG_GUARD_NS), 0);
+	assert_int_equal(pthread_join(l.t, NULL), 0);
+	assert_int_equal(l.saw_sleeper, 1);
+	fake_stop_doorbell(&f->s);
+	assert_true(fake_rings(&f->s) >= 1);
+	assert_true(bd_load(&f->s.x->served_ns) > s);
+}
+
+/* A vtime wait rings for a busy CPU whatever served_ns says: it is a time, not a vtime. */
+static void vtime_rings_past_served(void **state)
 {
 	struct fx *f = *state;
 	uint64_t v = barrierd_stamp_vtime(f->b);
 
-	bd_store(&f->s.h->flags, HORIZON_FLAGS);
+	bd_store(&f->s.h->flags, SERVED_FLAGS);
 	bd_store(&f->s.x->served_ns, UINT64_MAX);
-	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_HORIZON), 0);
+	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_SERVED), 0);
 	assert_int_equal(barrierd_wait_vtime(f->b, v, TEST_HANG_GUARD_NS), 0);
 	fake_stop_doorbell(&f->s);
 	assert_true(fake_rings(&f->s) >= 1);
+}
+
+/*
+ * ... and at every turn while it has not passed: nobody answers, so a 200 ms wait rings more
+ * than once (after each heard ring it sleeps at most VTIME_RING_SLICE_NS, 1 ms; the count
+ * asserted is far below that, so a slow machine cannot fail it).
+ */
+static void vtime_rings_every_turn(void **state)
+{
+	struct fx *f = *state;
+	uint64_t v = barrierd_stamp_vtime(f->b);
+
+	bd_store(&f->s.x->served_ns, UINT64_MAX);
+	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_NONE), 0);
+	assert_int_equal(barrierd_wait_vtime(f->b, v, 200 * TEST_MS), -ETIMEDOUT);
+	fake_stop_doorbell(&f->s);
+	if (fake_rings(&f->s) < 3)
+		fail_msg("a vtime wait of 200 ms rang %llu times, not at every turn",
+			 (unsigned long long)fake_rings(&f->s));
 }
 
 static void *count_marked(void *arg)
@@ -614,7 +616,7 @@ static void sleeper_is_marked(void **state)
 	void *n;
 
 	fake_credit(&f->s, 1, s + 1);
-	bd_store(&f->s.h->flags, HORIZON_FLAGS);
+	bd_store(&f->s.h->flags, SERVED_FLAGS);
 	bd_store(&f->s.x->served_ns, s);
 	assert_int_equal(pthread_create(&th, NULL, count_marked, f), 0);
 	assert_int_equal(barrierd_wait(f->b, s, 300 * TEST_MS), -ETIMEDOUT);
@@ -1043,12 +1045,13 @@ static void wait_cpus_woken_by_daemon(void **state)
 	struct adv a = {.s = &f->s, .act = act_cpu, .cpu = 0};
 	cpu_set_t set;
 
-	/* CPU 1 is idle and lags, but is outside the set: no ring for it. */
+	/* CPU 1 is idle and lags, outside the set; the stamp is served: no ring, a sleep. */
 	fake_set_state(&f->s, 1, BARRIERD_CPU_IDLE);
 	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_NONE), 0);
 	CPU_ZERO(&set);
 	CPU_SET(0, &set);
 	a.after = stamp(f->b);
+	bd_store(&f->s.x->served_ns, a.after);
 	/* futex_waitv on CPU 0's word, shared. */
 	a.sleeper = &f->s.h->per_cpu[0].last_interrupt_ns;
 	adv_start(&a);
@@ -1104,7 +1107,7 @@ static void wait_cpus_bad_arguments(void **state)
 /* ---------------------------------------------------------------------------------------- */
 
 /* The flags a started daemon of ours publishes here (the same as fake_fill's). */
-#define RUN_FLAGS (BARRIERD_FLAG_RUNNING | BARRIERD_FLAG_ARMED | FEATS)
+#define RUN_FLAGS (BARRIERD_FLAG_RUNNING | FEATS | BARRIERD_FEAT_SERVED)
 
 /*
  * Our daemon stops (the stop snapshot, then the stopped flag), then another writer (the
@@ -1494,7 +1497,8 @@ static void nowaitv_case(struct fx *f, int err)
 	int pfd[2], st = 0;
 	pid_t pid;
 
-	/* CPU 0 lags and is busy (the daemon is armed): no ring, the wait just sleeps. */
+	/* CPU 0 lags and is busy, the daemon has served t: no ring, the wait just sleeps. */
+	bd_store(&f->s.x->served_ns, t);
 	CPU_ZERO(&set);
 	CPU_SET(0, &set);
 	assert_int_equal(pipe(pfd), 0);
@@ -1546,125 +1550,6 @@ static void wait_cpus_without_futex_waitv(void **state)
 	nowaitv_case(*state, EPERM);
 }
 
-/* ---------------------------------------------------------------------------------------- */
-/* A disarm between the decision not to ring and the sleep                                   */
-/* ---------------------------------------------------------------------------------------- */
-
-struct disarm_plot {
-	struct fake_daemon *s;
-	const char *decision; /* the load of the lagging CPU's state: the decision not to ring */
-	int disarmed;
-};
-
-/*
- * The daemon disarms (docs/DESIGN.md, "Arming"): ARMED cleared, then the wakes, which find nobody
- * asleep yet and are lost.  Taken right where the library has read the flags (armed) and is reading
- * the lagging CPU's state (busy): it has decided not to ring and not yet slept.
- */
-static int disarm_step(const char *a, void *arg)
-{
-	struct disarm_plot *p = arg;
-	struct barrierd_header *h = p->s->h;
-
-	if (a != p->decision)
-		return AH_GO_ON;
-	bd_store(&h->flags, bd_load(&h->flags) & ~BARRIERD_FLAG_ARMED);
-	test_futex_wake(&h->flags);
-	test_futex_wake(&h->last_interrupt_ns);
-	test_futex_wake(&h->last_interrupt_vtime);
-	p->disarmed = 1;
-	return AH_DONE;
-}
-
-/*
- * Tries: each is a wait shorter than the 10 ms slice.  A waiter that sleeps on the global word
- * after the disarm sleeps until its deadline and never rings (deterministically: nothing else
- * wakes it, and it is out of time when it wakes).  One that notices rings, and the fake
- * daemon arms again when it hears the ring: ARMED set again after the wait means it rang.
- * Several tries only so that a machine stalled for the whole wait cannot fail a correct
- * library.  Returns how many tries rang, or a DISARM_* error: no cmocka assertion here, as it
- * also runs in a forked child.
- */
-#define DISARM_NO_HOOK (-1)    /* the access hook could not be set */
-#define DISARM_NOT_PLAYED (-2) /* the library never loaded the lagging CPU's state */
-#define DISARM_BAD_RESULT (-3) /* the wait returned neither 0 nor -ETIMEDOUT */
-static int disarm_tries(struct fx *f, int tries)
-{
-	const struct barrierd_header *lib = barrierd_mapping(f->b, NULL);
-	const struct barrierd_ext *lx =
-	    (const void *)((const char *)lib + barrierd_ext_offset(f->s.ncpu));
-	size_t size;
-	int rang = 0;
-
-	barrierd_mapping(f->b, &size);
-	for (int i = 0; i < tries && !rang; i++) {
-		struct disarm_plot p = {.s = &f->s, .decision = (const char *)&lx->cpu[0].state};
-		uint64_t t;
-		int ret;
-
-		/* Armed, both CPUs lagging and busy: no reason to ring. */
-		bd_store(&f->s.h->flags, bd_load(&f->s.h->flags) | BARRIERD_FLAG_ARMED);
-		t = stamp(f->b);
-		if (ah_arm(lib, size, disarm_step, &p))
-			return DISARM_NO_HOOK;
-		ret = barrierd_wait(f->b, t, 8 * TEST_MS);
-		ah_disarm();
-		if (!p.disarmed)
-			return DISARM_NOT_PLAYED;
-		if (ret != 0 && ret != -ETIMEDOUT)
-			return DISARM_BAD_RESULT;
-		rang += !!(bd_load(&f->s.h->flags) & BARRIERD_FLAG_ARMED);
-	}
-	return rang;
-}
-
-static void disarm_wake_not_lost(void **state)
-{
-	struct fx *f = *state;
-	int rang;
-
-	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_ARM), 0);
-	rang = disarm_tries(f, 5);
-	fake_stop_doorbell(&f->s);
-	assert_true(rang >= 0);
-	if (!rang)
-		fail_msg("a disarm between the decision not to ring and the sleep was slept "
-			 "through: the waiter never rang");
-}
-
-/* The same without futex_waitv (seccomp, in a child): the short sleep must notice it. */
-static void disarm_wake_not_lost_without_waitv(void **state)
-{
-	struct fx *f = *state;
-	int pfd[2], st = 0, res[2] = {1, 0};
-	pid_t pid;
-
-	assert_int_equal(fake_start_doorbell(&f->s, FAKE_CREDIT_ARM), 0);
-	assert_int_equal(pipe(pfd), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int r[2];
-
-		close(pfd[0]);
-		alarm(30);
-		r[0] = deny_syscall(SYS_futex_waitv, ENOSYS);
-		r[1] = r[0] ? 0 : disarm_tries(f, 5);
-		_exit(write(pfd[1], r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 1);
-	}
-	close(pfd[1]);
-	assert_int_equal(read(pfd[0], res, sizeof(res)), sizeof(res));
-	close(pfd[0]);
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	fake_stop_doorbell(&f->s);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	assert_int_equal(res[0], 0);
-	assert_true(res[1] >= 0);
-	if (!res[1])
-		fail_msg("without futex_waitv, a disarm after the decision not to ring was slept "
-			 "through: the waiter never rang");
-}
-
 /*
  * What memcheck cannot run (tests/sanitize/valgrind.sh sets BARRIERD_TEST_VALGRIND=1): the access
  * hook's tests, since valgrind's synthetic CPU ignores EFLAGS.TF and so never ends the hook's
@@ -1673,8 +1558,9 @@ static void disarm_wake_not_lost_without_waitv(void **state)
  * valgrind 3.19 does not know (ENOSYS: the library falls back to short sleeps).
  */
 static const char *const not_under_valgrind[] = {
-    "wait_cpus_many",	    "restart_between_value_and_flags",	  "restart_repeats_generation",
-    "disarm_wake_not_lost", "disarm_wake_not_lost_without_waitv",
+    "wait_cpus_many",
+    "restart_between_value_and_flags",
+    "restart_repeats_generation",
 };
 
 static bool runs_under_valgrind(const char *name)
@@ -1706,16 +1592,15 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(rings_for_offline, setup, teardown),
 	    cmocka_unit_test_setup_teardown(rings_for_daemon_cpu, setup, teardown),
 	    cmocka_unit_test_setup_teardown(rings_for_idle_at_stamp, setup, teardown),
-	    cmocka_unit_test_setup_teardown(no_ring_when_lagging_cpus_busy, setup, teardown),
+	    cmocka_unit_test_setup_teardown(no_ring_when_served_busy, setup, teardown),
+	    cmocka_unit_test_setup_teardown(no_ring_when_served_idle, setup, teardown),
+	    cmocka_unit_test_setup_teardown(no_ring_when_served_cpus, setup, teardown),
 	    cmocka_unit_test_setup_teardown(no_ring_without_doorbell_feature, setup, teardown),
-	    cmocka_unit_test_setup_teardown(rings_when_disarmed, setup, teardown),
-	    cmocka_unit_test_setup_teardown(no_ring_when_horizon_covers, setup, teardown),
-	    cmocka_unit_test_setup_teardown(rings_again_when_horizon_covers, setup, teardown),
-	    cmocka_unit_test_setup_teardown(repeat_rings_are_spaced, setup, teardown),
-	    cmocka_unit_test_setup_teardown(short_waits_ring_again, setup, teardown),
-	    cmocka_unit_test_setup_teardown(no_repeat_ring_without_nudges, setup, teardown),
-	    cmocka_unit_test_setup_teardown(rings_when_horizon_below, setup, teardown),
-	    cmocka_unit_test_setup_teardown(vtime_rings_past_horizon, setup, teardown),
+	    cmocka_unit_test_setup_teardown(rings_when_stamp_above_served, setup, teardown),
+	    cmocka_unit_test_setup_teardown(rings_without_served_feature, setup, teardown),
+	    cmocka_unit_test_setup_teardown(lost_ring_rings_again, setup, teardown),
+	    cmocka_unit_test_setup_teardown(vtime_rings_past_served, setup, teardown),
+	    cmocka_unit_test_setup_teardown(vtime_rings_every_turn, setup, teardown),
 	    cmocka_unit_test_setup_teardown(sleeper_is_marked, setup, teardown),
 	    cmocka_unit_test_setup_teardown(request_rings, setup, teardown),
 	    cmocka_unit_test_setup_teardown(stale_stopped_flag, setup, teardown),
@@ -1742,8 +1627,6 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(extension_after_open_stop_snapshot, setup, teardown),
 	    cmocka_unit_test_setup_teardown(extension_after_growth, setup, teardown),
 	    cmocka_unit_test_setup_teardown(wait_cpus_without_futex_waitv, setup, teardown),
-	    cmocka_unit_test_setup_teardown(disarm_wake_not_lost, setup, teardown),
-	    cmocka_unit_test_setup_teardown(disarm_wake_not_lost_without_waitv, setup, teardown),
 	};
 	struct CMUnitTest run[sizeof(tests) / sizeof(tests[0])];
 	size_t n = 0;
