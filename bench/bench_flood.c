@@ -8,7 +8,7 @@
  *
  * With "sleep", a second thread sleeps on the global ns word all along (FUTEX_WAIT, 10 ms at a
  * time), as a waiter would: every ring then has someone waiting for every CPU, the most a ring
- * can ask of the daemon's nudges (docs/DESIGN.md §4.5).
+ * can ask of the daemon's nudges (docs/DEMAND.md, "Nudges").
  *
  * Prints "flood rings R heard H seconds S": heard counts the FUTEX_WAKEs that found a daemon
  * thread waiting (the others were lost, as the doorbell thread sits out its minimum gap).

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * bench_follow: what one unprivileged user can make a following daemon spend
- * (docs/DESIGN.md §4.4 and §6).  Maps the state file read-only, as any user can, and for
- * SECONDS runs any mix of:
+ * (docs/DEMAND.md, "Following"; docs/THREAT-MODEL.md).  Maps the state file read-only, as any user
+ * can, and for SECONDS runs any mix of:
  *
  *   sleepers N  N threads asleep on the global ns word (offset 16) without the library's mark:
  *               FUTEX_WAIT on the current value, 100 ms at a time, again at once after every

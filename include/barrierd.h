@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* The slots (ABI 1.3) and BARRIERD_STATIC_ASSERT, which both headers' ABI asserts use. */
+/* The slots (ABI 1.1) and BARRIERD_STATIC_ASSERT, which both headers' ABI asserts use. */
 #include <barrierd_slot.h>
 
 #ifdef __cplusplus
@@ -428,16 +428,15 @@ bool barrierd_passed_vtime(const struct barrierd *b, uint64_t vtime);
 
 /*
  * barrierd_wait - block until every CPU passed the stamp, or time runs out.
- * Sleeps on a futex (never spins beyond a short bounded re-ring), rings the daemon's doorbell
- * when a CPU it needs is idle, offline or not yet watched, or when the daemon is disarmed.
- * While only the daemon's armed flag keeps it from ringing, the sleep also watches the low half
- * of header.flags (futex_waitv), so a disarm is seen at once; without futex_waitv such sleeps
- * last at most 1 ms.  timeout_ns < 0 waits without a deadline, still re-checking the daemon's
- * liveness every few milliseconds.  A wait that finds no live daemon (stopped, or its
- * heartbeat older than the liveness bound) and has no fallback backs off: it sleeps on the
- * heartbeat and flags words for one more liveness bound (three of the file's heartbeat
- * periods: 300 ms by default), never past its deadline, goes on if the daemon comes back, and
- * returns -ESTALE only then, so a caller that retries on -ESTALE does not spin (and a
+ * Sleeps on a futex in bounded slices (never spins beyond a look at the slots of at most 30 us
+ * before its first ring and a short bounded re-ring), and rings the daemon's doorbell iff the
+ * stamp is above the daemon's served word (ext.served_ns: every wait stamped at or below it is
+ * served without a ring; a hint, never evidence).  timeout_ns < 0 waits without a deadline, still
+ * re-checking the daemon's liveness every few milliseconds.  A wait that finds no live daemon
+ * (stopped, or its heartbeat older than the liveness bound) and has no fallback backs off: it
+ * sleeps on the heartbeat and flags words for one more liveness bound (three of the file's
+ * heartbeat periods: 300 ms by default), never past its deadline, goes on if the daemon comes back,
+ * and returns -ESTALE only then, so a caller that retries on -ESTALE does not spin (and a
  * barrierd_barrier() without a fallback blocks that long).  No sleep it asks for ends after
  * its deadline.
  * Returns 0 (passed); -ETIMEDOUT; -ESTALE (no live daemon for that back-off, or at the

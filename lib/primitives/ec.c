@@ -251,9 +251,9 @@ static enum ec_settle ec_settle(const struct ec_wait *w, uint64_t cas_ns, int *r
 			end = w->deadline;
 		/*
 		 * The daemon nudges a tickless CPU only for someone it counts asleep on the global
-		 * word (DESIGN §4.5): asleep on the word alone, this wait would never be served
-		 * there.  So on both, with futex_waitv; its own way without (then such a CPU is
-		 * served by its own events only).
+		 * word (DEMAND.md, "Nudges"): asleep on the word alone, this wait would never be
+		 * served there.  So on both, with futex_waitv; its own way without (then such a CPU
+		 * is served by its own events only).
 		 */
 		if (!daemon || !t ||
 		    !bd_sleep_counted(b, (const uint32_t *)&w->ec->word, (uint32_t)w->armed,

@@ -31,9 +31,9 @@ static sem_t registered;
  * of the start of the wait it was lost to, whatever waits on the word or the mark at any
  * instant.  Random: an attacker who knows the ticks' phase (heartbeat_ns) cannot also know when
  * the wait ends.  An idle daemon pays one wake-up of this thread and one credit pass per expiry,
- * about 1.1 a second: some 0.3 ms a second on the 2-vCPU VM (PERFORMANCE.md §14.7, DESIGN
- * §4.2).  A shorter wait would cost more and bound nothing better.  The stop does not wait for it
- * (it interrupts the wait, doorbell_stop).
+ * about 1.1 a second: some 0.3 ms a second on the 2-vCPU VM (PERFORMANCE.md §14.7, DEMAND.md
+ * "The doorbell").  A shorter wait would cost more and bound nothing better.  The stop does not
+ * wait for it (it interrupts the wait, doorbell_stop).
  */
 #define DOORBELL_WAIT_MIN_NS (750000000ULL)
 #define DOORBELL_WAIT_MAX_NS (1000000000ULL)

@@ -247,8 +247,8 @@ static void horizon_serves_busy_cpus_pinned(void **state)
 
 /*
  * A client that cannot ring, found asleep, counts as a ring, idle credit included
- * (docs/DESIGN.md §4.4): the daemon and the client pinned to CPU 0, the slow idle-credit timer
- * off (60 s).  Every other CPU is idle or busy with whatever the machine runs; an idle one is
+ * (docs/DEMAND.md, "Following"): the daemon and the client pinned to CPU 0, the slow idle-credit
+ * timer off (60 s).  Every other CPU is idle or busy with whatever the machine runs; an idle one is
  * credited only because the sleeper was found, and a barrier left to the timer trips the
  * hang guard.
  */
@@ -307,7 +307,7 @@ static uint64_t nudges(const struct barrierd_header *m)
 
 /*
  * Nudges go only to CPUs that lag a waiter past --nudge-after and that the waiter needs
- * (docs/DESIGN.md §4.5): the daemon and the waiter on CPU 0, a nice-19 spinner on every other
+ * (docs/DEMAND.md, "Nudges"): the daemon and the waiter on CPU 0, a nice-19 spinner on every other
  * CPU.  Waits for CPU 0 alone nudge nothing, although every other CPU lags each of them; waits
  * for all CPUs nudge the spinners' CPUs.  The heartbeat and the slow timer are at 60 s, so
  * what completes a wait for all is a tick or a nudge.

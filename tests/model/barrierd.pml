@@ -432,7 +432,7 @@ proctype Daemon()
 #endif
 		pass()
 #ifdef NUDGES
-	/* [S9] a nudge (DESIGN 4.5): wake the nudge thread of a CPU that may lag */
+	/* [S9] a nudge (DEMAND.md, "Nudges"): wake the nudge thread of a CPU that may lag */
 	:: nudges < 1 ->
 		nudges++;
 #ifdef M_NUDGE_CLOCK
@@ -783,7 +783,7 @@ end:
 	/*
 	 * [L5] a ring: the doorbell thread's clock, read after the ring, raises the horizon
 	 * (publisher_raise()); the credit pass it asks for waits while CPU 1 is owed (its slot
-	 * at or below the horizon: publisher_owed(), loads only), looking again at every wake-up.
+	 * at or below the horizon: publisher_facts()'s owed, loads only), looking again at every wake-up.
 	 */
 	:: atomic { bell -> bell = 0; h = HCLK };
 		if

@@ -6,7 +6,8 @@
  * locks while the daemon is down; planting a symlink or a file of its own at the state path
  * (or the lock path) in a root-owned sticky directory before the daemon starts; and flooding
  * the doorbell while a root client passes barriers.  Each must fail with a clear error, be
- * refused with a message naming it, or stay within the bound docs/DESIGN.md §4.2 states.
+ * refused with a message naming it, or stay within the bound docs/DEMAND.md states ("The
+ * doorbell").
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -362,11 +363,11 @@ static const struct barrierd_ext *ext_of(const struct barrierd *b)
 }
 
 /*
- * DESIGN.md §4.2: credit passes run at most --max-credit-rate (1000) per second sustained, in
- * bursts of 32, whoever rings; PERFORMANCE.md §8 measured the flood at 5 % of a CPU.  Asserted
- * here: the cap itself (with 10 % slack for the clock reads around the window) and a CPU share
- * of at most MAX_CPU_PCT, a sanity bound five times the measured figure (bench/run.sh measures
- * it precisely); and a root client's barriers all pass meanwhile.
+ * DEMAND.md, "The doorbell": credit passes run at most --max-credit-rate (1000) per second
+ * sustained, in bursts of 32, whoever rings; PERFORMANCE.md §8 measured the flood at 5 % of a CPU.
+ * Asserted here: the cap itself (with 10 % slack for the clock reads around the window) and a CPU
+ * share of at most MAX_CPU_PCT, a sanity bound five times the measured figure (bench/run.sh
+ * measures it precisely); and a root client's barriers all pass meanwhile.
  */
 #define MAX_CPU_PCT 25.0
 

@@ -542,8 +542,8 @@ static long count_sleepers(const void *word, bool private)
 /*
  * A CPU without events (tickless): the barrier the settling wait needs comes only from the
  * daemon's nudges, which go to CPUs someone is counted asleep for on the global word
- * (DESIGN §4.5).  So that wait sleeps there too, marked as the library's, and on its own word
- * with the key the increment's wake uses.  In a child for a shared event count (its own word's
+ * (DEMAND.md, "Nudges").  So that wait sleeps there too, marked as the library's, and on its own
+ * word with the key the increment's wake uses.  In a child for a shared event count (its own word's
  * key is then the page's).
  */
 static void settle_counted(struct fx *f, struct barrierd_ec *ec)

@@ -606,7 +606,7 @@ static void *count_marked(void *arg)
 
 /*
  * A sleeping waiter queues on the doorbell's high half too, so that the daemon counts it as
- * one that rings, not as a client of the original layout to follow (docs/DESIGN.md §4.4).
+ * one that rings, not as a client of the original layout to follow (docs/DEMAND.md, "Following").
  */
 static void sleeper_is_marked(void **state)
 {

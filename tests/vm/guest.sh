@@ -71,7 +71,7 @@ hotplug)
 		--timeout-ms 20000
 	;;
 nohz)
-	# nohz_full CPUs running one task take no tick: the daemon nudges them (DESIGN.md §4.5).
+	# nohz_full CPUs running one task take no tick: the daemon nudges them (DEMAND.md, "Nudges").
 	# Every barrier must complete, with a spinner on each nohz_full CPU too; then the audit
 	# (its loaded phase puts a spinner on each nohz_full CPU, its nudge phase nudges at 0.1 ms)
 	# with every barrier audited and completed.
