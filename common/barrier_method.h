@@ -32,7 +32,7 @@ enum barrier_method {
 
 /*
  * What `barrierctl bench` runs without -m: every method but direct and file, which measure
- * what barrierd already measures (with slots, or as before ABI 1.3) and are asked for by name.
+ * what barrierd already measures (with slots, or through the file alone) and are asked for by name.
  */
 #define BM_DEFAULT_MASK ((1u << BM_DIRECT) - 1)
 

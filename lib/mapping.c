@@ -60,7 +60,7 @@ int bd_validate(const struct barrierd_header *h, size_t size, const struct barri
 		*ext = ext_at(h, size, xo, ncpu);
 		if (!*ext)
 			return -EPROTO;
-		/* ABI 1.2's per-CPU flags, when advertised, lie inside the file as well. */
+		/* The per-CPU flags, when advertised, lie inside the file as well. */
 		if ((bd_load(&h->flags) & BARRIERD_FEAT_CPU_FLAGS) &&
 		    size - xo - sizeof(struct barrierd_ext) -
 			    ncpu * sizeof(struct barrierd_ext_cpu) <

@@ -27,7 +27,7 @@
 /* A step's verdict when the wait goes on: a step returns it, 0 (passed) or -errno. */
 #define GO_ON 1
 
-/* ABI 1.2's per-CPU flags, or NULL without them or if they do not lie inside our mapping. */
+/* The per-CPU flags, or NULL without them or if they do not lie inside our mapping. */
 static const uint64_t *cpu_flags(const struct barrierd *b)
 {
 	const struct barrierd_ext *x = bd_ext(b);

@@ -98,8 +98,8 @@ struct bctl_snapshot {
 	bool has_ext;
 	uint64_t last_advance_ns, last_advance_cause, passes, credit_passes, doorbell_rings;
 	uint64_t served_ns;   /* 0: none published (ABI 1.0, or no ring yet) */
-	uint64_t nudges;      /* ABI 1.2; 0 before */
-	bool has_cpu_flags;   /* ABI 1.2: BARRIERD_FEAT_CPU_FLAGS, within the mapping */
+	uint64_t nudges;      /* 0 from a daemon without nudges */
+	bool has_cpu_flags;   /* BARRIERD_FEAT_CPU_FLAGS, within the mapping */
 	struct bctl_cpu *cpu; /* ncpu entries */
 };
 
