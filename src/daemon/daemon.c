@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -40,7 +41,7 @@
 
 #define MAX_AGAIN 8
 
-enum { EV_RB = 1, EV_DOORBELL, EV_SIGNAL };
+enum { EV_RB = 1, EV_DOORBELL, EV_SIGNAL, EV_OPEN };
 
 struct daemon {
 	const struct barrierd_options *o;
@@ -56,11 +57,13 @@ struct daemon {
 	bool *nudge_can, *nudge_lag, *nudge_want; /* per CPU, for a nudge look */
 	long *nudge_own;			  /* per CPU: its own words' sleepers */
 	int epfd, sfd, online_fd;
+	int ofd;		/* inotify: opens of the state file (the peek window); -1 none */
 	bool no_pwait2;		/* the kernel has no epoll_pwait2: millisecond timeouts */
 	bool followed;		/* following as last logged (note_following) */
 	uint64_t follow_logged; /* when a start of following was last logged */
 	bool rb_paused;		/* the ring buffer unwatched (demand: out of pass tokens) */
 	bool bell_paused;	/* the doorbell's eventfd unwatched (following, out of tokens) */
+	bool opens_paused;	/* the opens unwatched (the peek window is open) */
 	struct notifier notify;
 	uint64_t cpu_mark; /* the daemon's CPU time at the latest charge (demand_charge) */
 	uint64_t next_watchdog_ns, next_status_ns;
@@ -455,6 +458,31 @@ static void raise_main_priority(void)
 			 strerror(ret));
 }
 
+/*
+ * Opens of the state file start the peek window (docs/DEMAND.md, "The heartbeat, the probe and
+ * the peek"): a client that starts opens the file before it waits.  The watch is on the inode
+ * the daemon holds (through /proc/self/fd: the path may name another file by now), by anyone,
+ * through any path or mount.  Set up last, before the sandbox (which forbids opening files), so
+ * none of the daemon's own opens is seen.  Without it the daemon peeks all the time.
+ */
+static void watch_opens(struct daemon *d)
+{
+	char proc[64];
+	int ret = 0;
+
+	d->ofd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", d->sf.fd);
+	if (d->ofd < 0 || inotify_add_watch(d->ofd, proc, IN_OPEN) < 0 ||
+	    (ret = add_fd(d->epfd, d->ofd, EV_OPEN))) {
+		log_warn("cannot watch opens of the state file (%s): peeking for clients that "
+			 "cannot ring all the time",
+			 strerror(ret ? -ret : errno));
+		if (d->ofd >= 0)
+			close(d->ofd);
+		d->ofd = -1;
+	}
+}
+
 /* The event loop's descriptors: epoll and the signalfd for the stop signals (no timers: the
  * loop's one timeout is epoll_pwait2's, at the time the demand unit names). */
 static int setup_event_loop(struct daemon *d, const sigset_t *mask, char *err, size_t errlen)
@@ -474,6 +502,7 @@ static int setup_event_loop(struct daemon *d, const sigset_t *mask, char *err, s
 		snprintf(err, errlen, "cannot set up the event loop: %s", strerror(-ret));
 		return ret;
 	}
+	watch_opens(d);
 	return 0;
 }
 
@@ -866,6 +895,18 @@ static void watch(struct daemon *d)
 	struct epoll_event ev = {.events = d->dm.paused ? 0 : EPOLLIN, .data.u64 = EV_RB};
 	bool bell = d->dm.paused && d->dm.following;
 
+	/*
+	 * Opens only while the peek window is closed: opened, it lasts a while whatever else
+	 * opens the file, so opens in a loop wake the daemon no more than the peeks do.  They queue
+	 * meanwhile (identical events merge into one) and are read when it closes.
+	 */
+	if (d->ofd >= 0 && d->opens_paused != d->dm.peeking) {
+		struct epoll_event o = {.events = d->dm.peeking ? 0 : EPOLLIN, .data.u64 = EV_OPEN};
+
+		epoll_ctl(d->epfd, EPOLL_CTL_MOD, d->ofd, &o);
+		d->opens_paused = d->dm.peeking;
+	}
+
 	if (d->rb_paused != d->dm.paused) {
 		epoll_ctl(d->epfd, EPOLL_CTL_MOD, probes_rb_fd(&d->probes), &ev);
 		d->rb_paused = d->dm.paused;
@@ -876,6 +917,31 @@ static void watch(struct daemon *d)
 		epoll_ctl(d->epfd, EPOLL_CTL_MOD, d->bell.efd, &ev);
 		d->bell_paused = bell;
 	}
+}
+
+/*
+ * The state file was opened: one read drains what queued (an overflow of the queue is an open
+ * too), the demand unit opens the peek window.  The watch cannot go while the daemon holds the
+ * file; if it did, the daemon would peek all the time.
+ */
+static void on_open(struct daemon *d)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t n = read(d->ofd, buf, sizeof(buf));
+
+	if (n <= 0)
+		return;
+	for (ssize_t i = 0; i + (ssize_t)sizeof(struct inotify_event) <= n;) {
+		const struct inotify_event *e = (const struct inotify_event *)(buf + i);
+
+		if (e->mask & IN_IGNORED) {
+			log_warn("the watch on the state file's opens is gone: peeking for clients "
+				 "that cannot ring all the time");
+			demand_opens_lost(&d->dm);
+		}
+		i += (ssize_t)(sizeof(*e) + e->len);
+	}
+	demand_opened(&d->dm, bd_mono_ns());
 }
 
 /* A signal: true to stop.  The test-hook build detaches sched_switch on SIGUSR1 and SIGUSR2. */
@@ -936,6 +1002,7 @@ static int loop(struct daemon *d)
 	    .credit_rate = d->o->max_credit_rate,
 	    .always_follow = d->o->always_armed,
 	    .nudges = d->nudge_want != NULL,
+	    .opens_watched = d->ofd >= 0,
 	};
 	struct demand_facts f;
 	int ret;
@@ -977,6 +1044,9 @@ static int loop(struct daemon *d)
 				if (on_signal(d))
 					return 0;
 				break;
+			case EV_OPEN:
+				on_open(d);
+				break;
 			}
 		}
 		uint64_t now = bd_mono_ns();
@@ -1014,7 +1084,7 @@ int daemon_run(const struct barrierd_options *o)
 
 	memset(&d, 0, sizeof(d));
 	d.o = o;
-	d.epfd = d.sfd = d.online_fd = -1;
+	d.epfd = d.sfd = d.online_fd = d.ofd = -1;
 	d.notify.fd = -1;
 	d.bell.efd = -1;
 	d.sf.fd = d.sf.lock_fd = d.sf.inode_lock_fd = d.sf.dfd = d.sf.lock_dfd = -1;
@@ -1092,6 +1162,8 @@ int daemon_run(const struct barrierd_options *o)
 		close(d.epfd);
 	if (d.sfd >= 0)
 		close(d.sfd);
+	if (d.ofd >= 0)
+		close(d.ofd);
 	if (d.online_fd >= 0)
 		close(d.online_fd);
 	notify_close(&d.notify);

@@ -34,6 +34,42 @@ void demand_init(struct demand *d, const struct demand_cfg *cfg, uint64_t now)
 	d->next_beat = now + d->cfg.beat_ns;
 	d->next_probe = now + d->cfg.heartbeat_ns;
 	d->next_peek = now + DEMAND_PEEK_NS;
+	d->peek_from = d->next_peek - DEMAND_PEEK_NS / 2;
+	d->last_peek = now;
+	/* The start opens a window: clients that waited for the daemon are found by a peek. */
+	d->peeking = true;
+	d->peek_until = cfg->opens_watched ? now + DEMAND_PEEK_WINDOW_NS : UINT64_MAX;
+}
+
+void demand_opened(struct demand *d, uint64_t now)
+{
+	if (!d->peeking) {
+		/*
+		 * The opener maps the file and goes to sleep in the meantime: the first look a
+		 * little later, but never sooner than a period after the previous one, so that
+		 * opens in a loop, each closing window reopened at once, add no peeks.
+		 */
+		d->peeking = true;
+		d->next_peek = umax(now + DEMAND_PEEK_FIRST_NS, d->last_peek + DEMAND_PEEK_NS);
+		d->peek_from = d->next_peek;
+	}
+	d->peek_until = umax(d->peek_until, now + DEMAND_PEEK_WINDOW_NS);
+}
+
+void demand_opens_lost(struct demand *d)
+{
+	d->cfg.opens_watched = false;
+	d->peeking = true;
+	d->peek_until = UINT64_MAX;
+}
+
+/* A sleeper that cannot ring was found: a sign of such clients, the window stays open. */
+static void legacy_seen(struct demand *d, uint64_t now)
+{
+	if (d->peeking)
+		d->peek_until = umax(d->peek_until, now + DEMAND_PEEK_WINDOW_NS);
+	else
+		demand_opened(d, now);
 }
 
 static void follow(struct demand *d, uint64_t now)
@@ -120,6 +156,7 @@ static void serve_legacy(struct demand *d, const struct demand_facts *f, bool *r
 {
 	d->horizon = umax(d->horizon, f->now);
 	*raise = true;
+	legacy_seen(d, f->now);
 	if (f->quiet_floor <= f->g)
 		ask_credit(d, f->now);
 	if (serve(d, follow_served(d, f)))
@@ -162,17 +199,26 @@ unsigned demand_duties(struct demand *d, uint64_t now)
 			act |= DEMAND_NUDGE;
 		}
 	}
+	/*
+	 * The window closes at the first wake-up after its end (no wake-up of its own); opens that
+	 * came meanwhile are reported then, and reopen it.
+	 */
+	if (d->peeking && now >= d->peek_until)
+		d->peeking = false;
 	if (d->following && !d->cfg.always_follow && now >= d->follow_until) {
 		d->following = false;
-		d->next_peek = now; /* peeking resumes at once */
+		d->next_peek = d->peek_from = now; /* peeking resumes at once, in a window */
 	}
 	if (now >= d->next_probe) {
 		act |= DEMAND_PROBE;
 		d->next_probe = now + d->cfg.heartbeat_ns;
-		d->next_peek = now + DEMAND_PEEK_NS;
-	} else if (!d->following && now + DEMAND_PEEK_NS / 2 >= d->next_peek) {
+	} else if (!d->following && d->peeking && now >= d->peek_from) {
 		act |= DEMAND_PEEK;
+	}
+	if (act & (DEMAND_PROBE | DEMAND_PEEK)) {
+		d->last_peek = now;
 		d->next_peek = now + DEMAND_PEEK_NS;
+		d->peek_from = now + DEMAND_PEEK_NS / 2;
 	}
 	if (d->cfg.nudges) {
 		uint64_t q = nudge_queue_next(&d->nq, d->cfg.nudge_after_ns);
@@ -319,6 +365,7 @@ bool demand_after_pass(struct demand *d, const struct demand_facts *f, uint64_t 
 		d->fold_asked = true;
 	if (d->following && f->legacy > 0) {
 		d->follow_until = f->now + DEMAND_FOLLOW_HOLD_NS;
+		legacy_seen(d, f->now);
 		return true;
 	}
 	return false;
@@ -347,7 +394,7 @@ uint64_t demand_due(const struct demand *d, const struct demand_facts *f)
 	uint64_t now = f->now, due = d->next_beat;
 
 	due = due_min(due, d->next_probe);
-	if (!d->following)
+	if (!d->following && d->peeking)
 		due = due_min(due, d->next_peek);
 	if (d->credit_pending) {
 		uint64_t c = rate_limit_next(&d->credit_limit, now);

@@ -33,14 +33,24 @@
 /* How long the daemon follows after the last sign of a client that cannot ring. */
 #define DEMAND_FOLLOW_HOLD_NS (1000000000ULL)
 /*
- * While not following: how often the global words are counted for sleepers that cannot ring
- * (two futex counts when nobody sleeps, no pass), so that such a client's first barrier is
- * served within 10 ms however long the daemon was idle.  A wake-up of the daemon for nothing
- * else costs tens of microseconds on a VM: any wake-up in the second half of the period peeks
- * too and starts the next period, so a busy daemon adds few.  Every CPU's per-CPU words are
- * probed at the heartbeat only.
+ * The peek: while not following and while a peek window is open, how often the global words
+ * are counted for sleepers that cannot ring (two futex counts when nobody sleeps, no pass), so
+ * that such a client's first barrier is served within 10 ms however long the daemon was idle.
+ * A wake-up of the daemon for nothing else costs tens of microseconds on a VM: any wake-up in
+ * the second half of the period peeks too and starts the next period, so a busy daemon adds
+ * few.  Every CPU's per-CPU words are probed at the heartbeat only.
+ *
+ * The window: a client that starts opens the state file first.  An open of the file (the
+ * daemon watches it, demand_opened), the daemon's start and every sleeper found that cannot
+ * ring keep the window open for DEMAND_PEEK_WINDOW_NS more; outside it nothing peeks, and a
+ * client that opened the file earlier is found by the heartbeat's probe.  The first peek of a
+ * window that opens after a quiet period is DEMAND_PEEK_FIRST_NS after the open (the client
+ * maps the file and goes to sleep meanwhile), never sooner than a period after the previous
+ * peek: opens in a loop make the daemon peek at most as often as DEMAND_PEEK_NS allows.
  */
 #define DEMAND_PEEK_NS (8000000ULL)
+#define DEMAND_PEEK_FIRST_NS (2000000ULL)
+#define DEMAND_PEEK_WINDOW_NS (2000000000ULL)
 /* Nudge looks again at CPUs that still lag: how often, and how often while nobody sleeps. */
 #define DEMAND_NUDGE_RETRIES 4
 #define DEMAND_NUDGE_RETRY_NS (1000000ULL)
@@ -57,6 +67,7 @@ struct demand_cfg {
 	uint64_t credit_rate;	 /* --max-credit-rate */
 	bool always_follow;	 /* --always-armed */
 	bool nudges;		 /* nudge threads run */
+	bool opens_watched; /* opens of the file are reported (demand_opened); else peek always */
 };
 
 /*
@@ -105,6 +116,10 @@ struct demand {
 	uint64_t cpu_tat; /* the follow CPU budget's theoretical arrival time */
 
 	uint64_t next_beat, next_probe, next_peek;
+	bool peeking;	     /* the peek window is open (the daemon then ignores opens) */
+	uint64_t peek_until; /* when it closes; UINT64_MAX: never (opens not watched) */
+	uint64_t peek_from;  /* the earliest time the next peek may run */
+	uint64_t last_peek;  /* when the global words were last counted (peek or probe) */
 
 	struct nudge_queue nq;	    /* horizons whose nudge deadline has not come */
 	uint64_t retry_h, retry_at; /* a horizon looked at again; 0: none */
@@ -123,6 +138,17 @@ void demand_init(struct demand *d, const struct demand_cfg *cfg, uint64_t now);
  * the caller runs the watermark handshake for H (publisher_raise) and then publishes S.
  */
 void demand_ring(struct demand *d, uint64_t now, uint64_t when);
+
+/*
+ * The state file was opened at or before `now` (by anyone; an overflow of the daemon's queue of
+ * open events counts as an open): the peek window stays open until now + DEMAND_PEEK_WINDOW_NS.
+ * While it is open, `peeking` is set and the daemon need not report opens: it reads those that
+ * queued meanwhile when the window closes, and reports them then.
+ */
+void demand_opened(struct demand *d, uint64_t now);
+
+/* Opens are no longer reported (the watch is gone): the window never closes. */
+void demand_opens_lost(struct demand *d);
 
 /* The doorbell thread sat out its rate limit (rings faster than it serves them): follow. */
 void demand_saturated(struct demand *d, uint64_t now);

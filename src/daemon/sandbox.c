@@ -154,9 +154,10 @@ int sandbox_install_filter(uint64_t *flags_word)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
 				       SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
 	/*
-	 * The fold rate limit and the follow gate (daemon.c, pause_events) stop and resume
-	 * watching the ring buffer and the doorbell's eventfd: EPOLL_CTL_MOD only, never a new
-	 * descriptor in the set.
+	 * The fold rate limit and the follow gate (daemon.c, watch) stop and resume watching
+	 * the ring buffer and the doorbell's eventfd, and the peek window the state file's opens
+	 * (an inotify descriptor, read with read()): EPOLL_CTL_MOD only, never a new descriptor
+	 * in the set.
 	 */
 	if (!ret)
 		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(epoll_ctl), 1,

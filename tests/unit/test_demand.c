@@ -3,8 +3,8 @@
  * The demand unit (src/daemon/demand.c) without a daemon: facts in, actions and due times out,
  * table by table.  Each decision it owns: a ring's raise and credit, the credit deferral, the
  * signal's fold, the fold and follow caps, the served word after a pass and its invariant, the
- * probe and the peek, following and its hold, the slow idle credit, the one due time, and the
- * nudge schedule and pick.
+ * probe and the peek, the peek window, following and its hold, the slow idle credit, the one due
+ * time, and the nudge schedule and pick.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -368,6 +368,153 @@ static void duties_by_time(void **state)
 	}
 }
 
+/* Peeks (counted) from `from` to `to`, woken only at the due times. */
+static int run_peeks(struct demand *d, uint64_t from, uint64_t to, uint64_t *last)
+{
+	struct demand_facts f = facts(from);
+	int peeks = 0;
+
+	for (f.now = from; f.now < to; f.now = demand_due(d, &f))
+		if (demand_duties(d, f.now) & (DEMAND_PEEK | DEMAND_PROBE)) {
+			peeks++;
+			*last = f.now;
+		}
+	return peeks;
+}
+
+/*
+ * The peek window (opens watched): open from the start for DEMAND_PEEK_WINDOW_NS, then closed
+ * (no peek, no due time of its own, only the probe); an open reopens it, its first peek
+ * DEMAND_PEEK_FIRST_NS later but never within a period of the previous look.
+ */
+static void peek_window(void **state)
+{
+	static const struct {
+		uint64_t last, open, first; /* the previous look, the open, the first peek */
+	} rows[] = {
+	    /* idle a while: a little after the open */
+	    {T0, T0 + 50 * TEST_MS, T0 + 50 * TEST_MS + DEMAND_PEEK_FIRST_NS},
+	    /* a look just before: a period after it */
+	    {T0, T0 + TEST_MS, T0 + DEMAND_PEEK_NS},
+	    {T0, T0 + DEMAND_PEEK_NS - DEMAND_PEEK_FIRST_NS, T0 + DEMAND_PEEK_NS},
+	};
+	struct demand_cfg c = CFG;
+	struct demand d;
+	struct demand_facts f = facts(T0);
+	uint64_t last = 0, prev = 0, end = T0 + DEMAND_PEEK_WINDOW_NS;
+
+	(void)state;
+	c.opens_watched = true;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		demand_init(&d, &c, 0);
+		d.peeking = false;
+		d.last_peek = rows[i].last;
+		d.next_probe = T0 + 10 * TEST_SEC;
+		demand_opened(&d, rows[i].open);
+		assert_true(d.peeking);
+		assert_int_equal(d.peek_until, rows[i].open + DEMAND_PEEK_WINDOW_NS);
+		/* Not at the open itself, nor in the period's second half before the first. */
+		assert_int_equal(demand_duties(&d, rows[i].open) & DEMAND_PEEK, 0);
+		assert_int_equal(demand_duties(&d, rows[i].first - 1) & DEMAND_PEEK, 0);
+		f.now = rows[i].open;
+		assert_int_equal(demand_due(&d, &f), rows[i].first);
+		assert_int_equal(demand_duties(&d, rows[i].first) & DEMAND_PEEK, DEMAND_PEEK);
+	}
+
+	/* From the start: a window (peeks as without one), then nothing but the probe. */
+	{
+		struct demand always;
+
+		demand_init(&always, &CFG, T0);
+		demand_init(&d, &c, T0);
+		assert_true(d.peeking);
+		assert_int_equal(run_peeks(&d, T0, end, &last), run_peeks(&always, T0, end, &prev));
+	}
+	f.now = last;
+	while (f.now < end + DEMAND_PEEK_NS)
+		demand_duties(&d, f.now = demand_due(&d, &f));
+	assert_false(d.peeking);
+	f.now = end + DEMAND_PEEK_NS;
+	assert_int_equal(demand_due(&d, &f) % (100 * TEST_MS), T0 % (100 * TEST_MS));
+	for (uint64_t to = f.now + TEST_SEC; f.now < to; f.now = demand_due(&d, &f))
+		assert_int_equal(demand_duties(&d, f.now) & DEMAND_PEEK, 0);
+
+	/* Opens and sleepers that cannot ring keep it open. */
+	demand_init(&d, &c, T0);
+	demand_opened(&d, T0 + TEST_SEC);
+	assert_int_equal(d.peek_until, T0 + TEST_SEC + DEMAND_PEEK_WINDOW_NS);
+	demand_opened(&d, T0 + 10 * TEST_MS); /* an older report: no shorter */
+	assert_int_equal(d.peek_until, T0 + TEST_SEC + DEMAND_PEEK_WINDOW_NS);
+	{
+		bool raise;
+
+		f.now = T0 + 2 * TEST_SEC;
+		f.legacy = f.global = 1;
+		demand_probed(&d, &f, false, &raise);
+		assert_true(raise);
+		assert_int_equal(d.peek_until, f.now + DEMAND_PEEK_WINDOW_NS);
+		f.legacy = f.global = 0;
+	}
+
+	/* Opens not watched, or the watch lost: the window never closes. */
+	demand_init(&d, &CFG, T0);
+	assert_true(d.peeking && d.peek_until == UINT64_MAX);
+	demand_init(&d, &c, T0);
+	demand_opens_lost(&d);
+	{
+		struct demand always;
+
+		demand_init(&always, &CFG, T0);
+		assert_int_equal(run_peeks(&d, T0, T0 + 10 * TEST_SEC, &last),
+				 run_peeks(&always, T0, T0 + 10 * TEST_SEC, &prev));
+	}
+
+	/* Following: the window stays, without peeks; after the hold they resume in it. */
+	demand_init(&d, &c, T0);
+	demand_saturated(&d, T0);
+	for (uint64_t t = T0; t < T0 + 50 * TEST_MS; t += TEST_MS)
+		assert_false(demand_duties(&d, t) & DEMAND_PEEK);
+	demand_opened(&d, T0 + 900 * TEST_MS);
+	assert_true(demand_duties(&d, T0 + DEMAND_FOLLOW_HOLD_NS) & (DEMAND_PEEK | DEMAND_PROBE));
+}
+
+/*
+ * Opens in a loop (reported whenever the daemon watches them, i.e. at every wake-up with the
+ * window closed): no more peeks than without a window, and never two within half a period.
+ */
+static void peek_window_under_opens(void **state)
+{
+	struct demand_cfg c = CFG;
+	struct demand d, always;
+	struct demand_facts f = facts(T0);
+	uint64_t last = 0, prev = 0, until = T0 + 30 * TEST_SEC;
+	int peeks = 0, bound;
+
+	(void)state;
+	c.opens_watched = true;
+	demand_init(&d, &c, T0);
+	demand_init(&always, &CFG, T0);
+	bound = run_peeks(&always, T0, until, &last);
+	for (f.now = T0; f.now < until; f.now = demand_due(&d, &f)) {
+		if (!d.peeking)
+			demand_opened(&d, f.now);
+		if (demand_duties(&d, f.now) & (DEMAND_PEEK | DEMAND_PROBE)) {
+			if (prev)
+				assert_true(f.now - prev >= DEMAND_PEEK_NS / 2);
+			prev = f.now;
+			peeks++;
+		}
+		/* The window closed at this wake-up: the daemon watches again, the open is read. */
+		if (!d.peeking) {
+			demand_opened(&d, f.now);
+			assert_true(demand_due(&d, &f) >= prev + DEMAND_PEEK_NS ||
+				    demand_due(&d, &f) == d.next_probe);
+		}
+	}
+	assert_true(peeks <= bound);
+	assert_true(peeks >= bound - (int)(30 * TEST_SEC / DEMAND_PEEK_WINDOW_NS) - 1);
+}
+
 /* Slow idle credit while following: a CPU not busy held g for the interval since g and since
  * the last credit pass. */
 static void slow_idle_credit(void **state)
@@ -562,6 +709,8 @@ int main(void)
 	    cmocka_unit_test(again_without_token),
 	    cmocka_unit_test(probe_and_peek),
 	    cmocka_unit_test(duties_by_time),
+	    cmocka_unit_test(peek_window),
+	    cmocka_unit_test(peek_window_under_opens),
 	    cmocka_unit_test(slow_idle_credit),
 	    cmocka_unit_test(due_is_earliest),
 	    cmocka_unit_test(nudge_schedule),
