@@ -609,9 +609,23 @@ void publisher_facts(const struct publisher *p, uint64_t horizon, int here, uint
 	f->hold = 0;
 	f->quiet_floor = UINT64_MAX;
 	for (uint64_t c = 0; c < p->ncpu; c++) {
+		const struct barrierd_slot *s = &p->slots[c];
 		uint8_t st = p->state[c];
+		/*
+		 * A daemon thread's switches stamp but never signal (docs/DEMAND.md, the
+		 * handshake): a CPU whose latest event was one (its stamp past the latest that was
+		 * not, sig_stamp) may be running the doorbell or slot-server thread now and go idle
+		 * with no signal.  So it counts as quiet: the served word stays below it and a pass
+		 * that finds it lagging asks for credit, never waits for its next event.  Relaxed
+		 * loads, after the pass's handshake (its MFENCE): a daemon thread's switch-in
+		 * exchanged before the horizon was read is seen here; one after it stamped the CPU
+		 * past the horizon, which the handshake's re-read folds.  A daemon thread on the
+		 * CPU briefly costs one more credit pass, within its cap.
+		 */
+		bool daemon_ran = __atomic_load_n(&s->stamp, __ATOMIC_RELAXED) >
+				  __atomic_load_n(&s->sig_stamp, __ATOMIC_RELAXED);
 		bool quiet = st == BARRIERD_CPU_IDLE || st == BARRIERD_CPU_OFFLINE ||
-			     st == BARRIERD_CPU_DAEMON;
+			     st == BARRIERD_CPU_DAEMON || (st == BARRIERD_CPU_BUSY && daemon_ran);
 
 		if (quiet && p->ns[c] < f->quiet_floor)
 			f->quiet_floor = p->ns[c];
@@ -622,8 +636,7 @@ void publisher_facts(const struct publisher *p, uint64_t horizon, int here, uint
 		/* DESIGN rule 7: a credit pass credits the CPU it runs on. */
 		if (quiet || (int)c == here)
 			f->credit_needed = true;
-		if (!f->owed && f->lagging && p->online[c] && (int)c != here) {
-			const struct barrierd_slot *s = &p->slots[c];
+		if (!f->owed && !quiet && f->lagging && p->online[c] && (int)c != here) {
 			uint64_t stamp = __atomic_load_n(&s->stamp, __ATOMIC_ACQUIRE);
 
 			/*
