@@ -626,15 +626,18 @@ proctype Waiter()
  * on either.  S is the daemon's promise that a wait whose stamp is at or below
  * it is served without a ring: the daemon raises it only after the watermark handshake for it
  * (a busy CPU at or below it then signals its next event), and at the end of every pass gives
- * a CPU that is not busy and lags S a credit pass of its own.  Two waiters:
+ * a CPU that is not busy and lags S a credit pass of its own.  Two kinds of waiter:
  *  - the library (default): it rings iff its stamp is above S (one comparison, no per-CPU
  *    state); the daemon raises S to its clock, and its credit pass waits while CPU 1 is busy
  *    and owed (lags S in its slot), looking again at every wake-up;
  *  - an original-layout client (FOLLOW): it never rings; the daemon follows, moving the
  *    watermark and S to a fenced clock reading at the end of every pass.
- * Both then sleep on the global word (a futex wait).
+ * Both then sleep on the global word (a futex wait).  NWAIT library waiters (2 by default):
+ * the second takes its stamp once S is visible or the first has passed, so its stamp may be at
+ * or below an S the first's ring raised: then it never rings and relies on the promise alone.
  */
-bool sig, bell, finished;
+bool sig, bell;
+byte nfin; /* waiters whose barrier passed */
 
 /*
  * A horizon is a clock reading, but never the clock's last value: CPU 1's stamps stop at
@@ -643,7 +646,20 @@ bool sig, bell, finished;
  */
 #define HCLK (clk < CMAX -> clk : CMAX - 1)
 
-ltl served { <> finished }
+#ifndef NWAIT
+#ifdef FOLLOW
+#define NWAIT 1
+#else
+#define NWAIT 2
+#endif
+#endif
+
+/*
+ * Every waiter passes.  The heartbeat's pass is a `timeout` (L8): it cannot fire while CPU 1
+ * is busy and ticks, so a waiter that only the heartbeat would serve behind a busy CPU that
+ * does not signal is a cycle that violates this.
+ */
+ltl served { <> (nfin == NWAIT) }
 
 proctype LiveCpu()
 {
@@ -688,7 +704,14 @@ end:
 inline publish_served()
 {
 	if
+#ifdef M_S_PLUS1
+	/* S one clock tick above the horizon the handshake made its CPUs signal for */
+	:: horizon != 0 && horizon + 1 != hpub ->
+		TST(T_DAEMON, L_SERVED, horizon + 1);
+		hpub = horizon + 1
+#else
 	:: horizon != hpub -> TST(T_DAEMON, L_SERVED, horizon); hpub = horizon
+#endif
 	:: else -> skip
 	fi
 }
@@ -701,6 +724,9 @@ inline publish_served()
 inline handshake()
 {
 	wm = (g <= horizon -> horizon : 0);
+#ifdef M_S_BEFORE_HS
+	publish_served(); /* S stored before the watermark: no finding (README) */
+#endif
 #ifdef M_HS_REREAD_FIRST
 	TLD(T_DAEMON, L_STAMP0 + 1, s); /* the stamp read before the watermark is stored */
 	TST(T_DAEMON, L_BSS_WM, wm);
@@ -832,11 +858,16 @@ end:
 }
 
 /* [L6] the waiter: its stamp, then until passed: maybe ring, then a futex wait. */
-proctype LiveWaiter()
+proctype LiveWaiter(bool second)
 {
 	byte T, g, hz, _k;
 
-	TCLOCK(T_WAITER, T);
+	/*
+	 * Every waiter's thread runs on CPU 0: its loads and clock readings are all it does.  The
+	 * second takes its stamp once S is visible or the first has passed: before that it would
+	 * be the first's twin.
+	 */
+	atomic { ON(T_WAITER) && (!second || mem[L_SERVED] != 0 || nfin != 0) -> CLK_ADV; T = clk };
 	if
 	:: T >= CMAX -> goto out /* the bounded clock cannot pass it: not a finding */
 	:: else -> skip
@@ -861,7 +892,7 @@ proctype LiveWaiter()
 		atomic { mem[L_G_NS] != g -> g = 0 } /* FUTEX_WAIT while the word still reads g */
 	od;
 out:
-	finished = 1
+	nfin++
 }
 #endif
 
@@ -895,7 +926,10 @@ init
 		cur[1] = T_FAST;
 		run LiveCpu();
 		run LiveDaemon();
-		run LiveWaiter()
+		run LiveWaiter(0);
+#if NWAIT > 1
+		run LiveWaiter(1);
+#endif
 	}
 }
 #else
