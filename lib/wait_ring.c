@@ -44,7 +44,9 @@ bool bd_wait_need_ring(const struct barrierd *b, const struct target *t)
 /*
  * A ring that no daemon thread hears is lost (FUTEX_WAKE returns 0), so re-ring for a short,
  * bounded window while it keeps returning 0 and the barrier has not passed.  A lost ring does
- * not raise served_ns, so the next turn rings again as well.
+ * not raise served_ns, so the next turn rings again as well.  A vtime wait rings once: it rings
+ * at every turn anyway, and where rings are lost because the doorbell sits out its rate limit,
+ * a window at every 1 ms turn would spin away a fifth of the waiter's CPU.
  */
 int bd_wait_ring(const struct barrierd *b, const struct target *t)
 {
@@ -57,6 +59,8 @@ int bd_wait_ring(const struct barrierd *b, const struct target *t)
 			return 1;
 		if (r < 0 || bd_wait_passed(b, t))
 			return r < 0 ? 0 : 1;
+		if (t->kind == T_VTIME)
+			return 0;
 		if (bd_clock_raw() - start > RERING_WINDOW_NS)
 			return 0;
 		if (i < 8)
@@ -73,10 +77,10 @@ int bd_wait_ring(const struct barrierd *b, const struct target *t)
  * ring itself can cost the caller that much: the daemon's doorbell and main threads run at
  * SCHED_FIFO, so where one shares the caller's CPU the ring's FUTEX_WAKE hands that CPU to the
  * daemon until its answer is done (about 200 us measured).  So look first: check again for up
- * to LOOK_NS before the wait's first ring, pausing, then yielding the CPU between checks.  A
- * loaded call pays at most LOOK_NS once.  The check is bd_wait_passed, unchanged: the look
- * adds no kind of evidence, only moments to take it at.  Only with slots: the file's values
- * come with a FUTEX_WAKE anyway.
+ * to LOOK_NS before the wait's first ring, pausing between checks.  Never yielding: a yield on
+ * a loaded CPU can last a whole time slice, and a loaded call must pay at most LOOK_NS, once.  The
+ * check is bd_wait_passed, unchanged: the look adds no kind of evidence, only moments to take it
+ * at.  Only with slots: the file's values come with a FUTEX_WAKE anyway.
  */
 int bd_wait_look(const struct barrierd *b, const struct target *t)
 {
@@ -85,14 +89,11 @@ int bd_wait_look(const struct barrierd *b, const struct target *t)
 	if (t->kind == T_VTIME || !barrierd_direct(b))
 		return 0;
 	end = bd_clock_raw() + LOOK_NS;
-	for (int i = 0;; i++) {
+	for (;;) {
 		if (bd_wait_passed(b, t))
 			return 1;
 		if (bd_clock_raw() >= end)
 			return 0;
-		if (i < 16)
-			__builtin_ia32_pause();
-		else
-			sched_yield();
+		__builtin_ia32_pause();
 	}
 }
