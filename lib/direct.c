@@ -85,15 +85,15 @@ uint64_t bd_direct_credit(const struct barrierd *b, const struct bd_direct *d, u
 			m &= m - 1;
 			if (c >= b->ncpu)
 				break;
-			/* Rule 1: the xchg of a clock value above T was performed. */
-			st = __atomic_load_n(&s->stamp, __ATOMIC_ACQUIRE);
-			if (st > T) {
-				left[w] &= ~(1UL << (c % bits));
-				(*stamped)++;
-				observe(b, T, c, BARRIERD_CREDIT_STAMP, st);
-				continue;
-			}
-			/* Rule 2 from the client's side: its next BUSY xchg follows this load. */
+			/*
+			 * Idle and own-CPU credit first, the stamp last: all three are evidence
+			 * alone, but the first two compare only clock readings of this call (r and,
+			 * for barrierd_barrier(), its T), which is what lets that barrier skip the
+			 * time-namespace move check (CLIENT-EVIDENCE §10).  A CPU that was busy a
+			 * moment ago and is idle now has both; either is true of it.
+			 *
+			 * Rule 2 from the client's side: its next BUSY xchg follows this load.
+			 */
 			if (after &&
 			    __atomic_load_n(&s->idle, __ATOMIC_ACQUIRE) == BARRIERD_SLOT_IDLE) {
 				left[w] &= ~(1UL << (c % bits));
@@ -103,6 +103,14 @@ uint64_t bd_direct_credit(const struct barrierd *b, const struct bd_direct *d, u
 			if (after && (int64_t)c == self) {
 				left[w] &= ~(1UL << (c % bits));
 				observe(b, T, c, BARRIERD_CREDIT_SELF, r);
+				continue;
+			}
+			/* Rule 1: the xchg of a clock value above T was performed. */
+			st = __atomic_load_n(&s->stamp, __ATOMIC_ACQUIRE);
+			if (st > T) {
+				left[w] &= ~(1UL << (c % bits));
+				(*stamped)++;
+				observe(b, T, c, BARRIERD_CREDIT_STAMP, st);
 				continue;
 			}
 			remaining++;

@@ -132,6 +132,7 @@ struct wait_state {
 	uint64_t deadline;    /* host time; UINT64_MAX: none */
 	uint64_t fb_deadline; /* when the fallback is due; UINT64_MAX: no fallback */
 	uint64_t stale_end;   /* the back-off's end while the daemon is gone; 0: not backing off */
+	bool fresh;	      /* the stamp was taken by barrierd_barrier(), in this call */
 	bool ns_checked;      /* ns_check ran */
 	bool looked;	      /* bd_wait_look ran */
 };
@@ -154,32 +155,30 @@ static void wait_prepare(struct barrierd *b, const struct target *t)
 }
 
 /*
- * Step 2, the fast path: loads only.  0 when the target has passed, GO_ON when the wait must
- * go the slow way, or -errno.
+ * Whether t has passed now: 0 when it has (and the move check a success needs said so), GO_ON
+ * when not, or -errno.  slow: on the slow path, where every success pays the move check once;
+ * on the fast path only a fresh stamp's does.
+ *
+ * Except barrierd_barrier()'s stamp passed by idle and own-CPU credit alone (CLIENT-EVIDENCE
+ * §10), which needs no move check (a stat()): both clock readings, T and r, were taken in this
+ * call, in one time namespace (setns() needs a single-threaded process: it cannot move us
+ * between them), with the same offset (learnt before T; within the call it can only become
+ * unknown, and then nothing is credited), so a move before the call cannot make r > T untrue.
+ * That holds at every check of the call: the fast path's, the look's and the slow path's.
+ * A caller's own stamp is not checked on the fast path, which cannot afford a stat(): such
+ * callers rule out namespace moves by re-opening the handle (docs/CLIENT.md).
  */
-static int wait_fast(struct barrierd *b, const struct target *t, bool fresh, struct wait_state *w)
+static int wait_check(struct barrierd *b, const struct target *t, struct wait_state *w, bool slow)
 {
-	/*
-	 * barrierd_barrier()'s stamp passed by idle and own-CPU credit alone (CLIENT-EVIDENCE §10):
-	 * both clock readings were taken in this call, in one time namespace (setns() needs a
-	 * single-threaded process: it cannot move us between them), with the same offset, so a
-	 * move before the call cannot make r > T untrue; no move check (a stat()) is needed.
-	 */
-	if (fresh && t->kind == T_NS) {
+	if (w->fresh && t->kind == T_NS) {
 		bool clock_only;
 
 		if (bd_direct_passed(b, t->value, NULL, 0, NULL, &clock_only) == 1 && clock_only)
 			return 0;
 	}
-	if (bd_wait_passed(b, t)) {
-		/*
-		 * A fresh stamp seldom passes here by anything else, so the barrier can afford
-		 * the move check (a caller's own stamp cannot: rule out namespace moves by
-		 * re-opening the handle, docs/CLIENT.md).
-		 */
-		return fresh ? ns_check(b, t, &w->ns_checked) : 0;
-	}
-	return GO_ON;
+	if (!bd_wait_passed(b, t))
+		return GO_ON;
+	return w->fresh || slow ? ns_check(b, t, &w->ns_checked) : 0;
 }
 
 /* Step 3: the deadlines, in host time; -EPROTO when our time namespace's offset is unknown. */
@@ -313,8 +312,12 @@ static int wait_turn(struct barrierd *b, const struct target *t, struct wait_sta
 	/* The first turn looks at the slots a while before it rings (bd_wait_look says why). */
 	if (!w->looked) {
 		w->looked = true;
-		if (bd_wait_look(b, t))
-			return ns_check(b, t, &w->ns_checked);
+		if (bd_wait_look(b, t)) {
+			/* Again, for which evidence passed it (cheap: loads, now in cache). */
+			ret = wait_check(b, t, w, true);
+			if (ret != GO_ON)
+				return ret;
+		}
 	}
 	slice = wait_ring(b, t);
 	ret = ns_check(b, t, &w->ns_checked);
@@ -331,14 +334,16 @@ static int wait_turn(struct barrierd *b, const struct target *t, struct wait_sta
 	return GO_ON;
 }
 
-/* fresh: the stamp was just taken by barrierd_barrier(), which then pays for a move check. */
+/* fresh: the stamp was just taken by barrierd_barrier(), in this call (wait_check). */
 static int wait_common(struct barrierd *b, const struct target *t, int64_t timeout_ns, bool fresh)
 {
 	struct wait_state w = {0};
 	int ret;
 
 	wait_prepare(b, t);
-	ret = wait_fast(b, t, fresh, &w);
+	/* Step 2, the fast path: loads only. */
+	w.fresh = fresh;
+	ret = wait_check(b, t, &w, false);
 	if (ret != GO_ON)
 		return ret;
 	ret = wait_start(b, timeout_ns, &w);
@@ -358,8 +363,9 @@ static int wait_common(struct barrierd *b, const struct target *t, int64_t timeo
 		if (t->kind != T_VTIME &&
 		    t->value <= __atomic_load_n(&b->valid_after, __ATOMIC_ACQUIRE))
 			return -ESTALE;
-		if (bd_wait_passed(b, t))
-			return ns_check(b, t, &w.ns_checked);
+		ret = wait_check(b, t, &w, true);
+		if (ret != GO_ON)
+			return ret;
 		now = host_now(b);
 		if (!bd_live(b, now)) {
 			ret = wait_stale(b, t, &w, now, snap_flags, snap_hb);

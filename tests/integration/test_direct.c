@@ -14,6 +14,7 @@
 #include "harness.h"
 #include <barrierd_slot.h>
 
+#include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -368,6 +369,102 @@ static void offline_at_start_credited_idle(void **state)
 	munmap((void *)slots, len);
 }
 
+/* ---- idle_credit_before_stamp ------------------------------------------------------------ */
+
+struct first_kind {
+	int kind; /* OTHER_CPU's credit in the call: BARRIERD_CREDIT_*, 0 for none */
+};
+
+static void watch_other(void *arg, uint64_t T, unsigned cpu, int kind, uint64_t value)
+{
+	struct first_kind *f = arg;
+
+	(void)T;
+	(void)value;
+	if (cpu == OTHER_CPU && !f->kind)
+		f->kind = kind;
+}
+
+/* A thread on OTHER_CPU that runs for a moment at each byte, then blocks again (goes idle). */
+static void *blinker(void *arg)
+{
+	int fd = *(int *)arg;
+	char c;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(OTHER_CPU, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+	while (read(fd, &c, 1) == 1 && c)
+		;
+	return NULL;
+}
+
+/*
+ * CLIENT-EVIDENCE §10: a CPU that ran after T and went idle has both a stamp above T and an
+ * IDLE word; the library credits it by the clock reading (idle), which lets a fresh barrier
+ * skip the time-namespace move check.  A trial counts when the slot did not change across the
+ * call (the same stamp above T, IDLE before and after): the library saw both, and must report
+ * idle.  Trials where something else ran on CPU 1 meanwhile are left out (a loaded machine).
+ */
+static void idle_credit_before_stamp(void **state)
+{
+	struct first_kind f = {0};
+	const struct barrierd_slot *slots;
+	struct barrierd *b;
+	unsigned decisive = 0, idle = 0;
+	int fds[2];
+	pthread_t th;
+	size_t len;
+
+	(void)state;
+	test_pin(CLIENT_CPU);
+	assert_int_equal(h_start(&H, CLIENT_CPU, NULL), 0);
+	b = open_direct();
+	slots = map_slots(test_possible_cpus(), &len);
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(pthread_create(&th, NULL, blinker, &fds[0]), 0);
+	assert_int_equal(barrierd_set_credit_observer(b, watch_other, &f), 0);
+	for (int i = 0; i < 200 && decisive < 20; i++) {
+		const struct barrierd_slot *s = &slots[OTHER_CPU];
+		uint64_t T = barrierd_stamp_ns(b), st,
+			 end = now_ns() + 100 * TEST_MS; /* hang guard */
+		char one = 1;
+
+		assert_int_equal(write(fds[1], &one, 1), 1);
+		/* Until the blinker ran after T and CPU 1 went idle again. */
+		do {
+			st = __atomic_load_n(&s->stamp, __ATOMIC_ACQUIRE);
+		} while ((st <= T ||
+			  __atomic_load_n(&s->idle, __ATOMIC_ACQUIRE) != BARRIERD_SLOT_IDLE) &&
+			 now_ns() < end);
+		if (st <= T || __atomic_load_n(&s->idle, __ATOMIC_ACQUIRE) != BARRIERD_SLOT_IDLE)
+			continue;
+		f.kind = 0;
+		assert_true(barrierd_passed(b, T));
+		if (!f.kind || __atomic_load_n(&s->stamp, __ATOMIC_ACQUIRE) != st ||
+		    __atomic_load_n(&s->idle, __ATOMIC_ACQUIRE) != BARRIERD_SLOT_IDLE)
+			continue; /* credited by the file, or CPU 1 switched during the call */
+		decisive++;
+		if (f.kind == BARRIERD_CREDIT_IDLE)
+			idle++;
+		else
+			fail_msg("CPU 1, idle with a stamp above T, credited by kind %d, not idle",
+				 f.kind);
+	}
+	barrierd_set_credit_observer(b, NULL, NULL);
+	assert_int_equal(write(fds[1], "", 1), 1);
+	pthread_join(th, NULL);
+	close(fds[0]);
+	close(fds[1]);
+	print_message("CPU 1 idle with a stamp above T: %u trials, %u idle credits\n", decisive,
+		      idle);
+	if (!decisive)
+		test_skip_or_fail("CPU 1 never stayed idle across a call (a loaded machine?)");
+	barrierd_close(b);
+	munmap((void *)slots, len);
+}
+
 static int teardown(void **state)
 {
 	stop_spinner();
@@ -381,6 +478,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(future_stamp_not_passed, h_setup, teardown),
 	    cmocka_unit_test_setup_teardown(held_link_keeps_idle_live, h_setup, teardown),
+	    cmocka_unit_test_setup_teardown(idle_credit_before_stamp, h_setup, teardown),
 	};
 	const struct CMUnitTest hotplug[] = {
 	    cmocka_unit_test_setup_teardown(offline_at_start_credited_idle, h_setup, teardown),
