@@ -61,17 +61,6 @@ audit_mutant_test(direct_self_before_stamp ROOT COMMAND
 
 # ---- direct evidence (DESIGN rule 11): the library's own credit from the slots ------------------
 
-# The look before the first ring reporting the target passed when its time runs out: a wait on
-# a handle with slots returns after 30 us whatever the CPUs did.  Caught by the audit's loaded
-# phase against the mutant library: a busy CPU without an event in the look's window has no
-# evidence after T.
-audit_lib_mutant(look_timeout_passes)
-audit_driver(barrierd-audit-mutant-look_timeout_passes barrierd_lib-mutant-look_timeout_passes)
-add_dependencies(audit_mutants barrierd-audit-mutant-look_timeout_passes)
-audit_mutant_test(look_timeout_passes ROOT COMMAND
-                  barrierd-audit-mutant-look_timeout_passes --expect-violation
-                  --stop-at-first --timeout-ms 500 --phases loaded)
-
 # The client's clock read with no LFENCE after it: the CPU read and the idle loads may be
 # performed before the clock read completed.  A window of nanoseconds: no black-box check sees
 # it.  Caught by the library's disassembly (test_audit_code_direct_fence's check).
