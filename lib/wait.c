@@ -161,9 +161,11 @@ static void wait_prepare(struct barrierd *b, const struct target *t)
  *
  * Except barrierd_barrier()'s stamp passed by idle and own-CPU credit alone (CLIENT-EVIDENCE
  * §10), which needs no move check (a stat()): both clock readings, T and r, were taken in this
- * call, in one time namespace (setns() needs a single-threaded process: it cannot move us
- * between them), with the same offset (learnt before T; within the call it can only become
- * unknown, and then nothing is credited), so a move before the call cannot make r > T untrue.
+ * call, r after T (program order, after T's MFENCE), with the same offset (learnt before T;
+ * within the call it can only become unknown, and then nothing is credited).  setns() needs a
+ * single-threaded process, and even a move by this thread's signal handler while the call
+ * sleeps cannot matter: r, the CPU read and the idle loads come after T's MFENCE in program
+ * order, which is what r > T stands for, so a shifted r can at most refuse a credit.
  * That holds at every check of the call: the fast path's, the look's and the slow path's.
  * A caller's own stamp is not checked on the fast path, which cannot afford a stat(): such
  * callers rule out namespace moves by re-opening the handle (docs/CLIENT.md).

@@ -157,7 +157,7 @@ static void serve_legacy(struct demand *d, const struct demand_facts *f, bool *r
 	d->horizon = umax(d->horizon, f->now);
 	*raise = true;
 	legacy_seen(d, f->now);
-	if (f->quiet_floor <= f->g)
+	if (f->credit_floor <= f->g)
 		ask_credit(d, f->now);
 	if (serve(d, follow_served(d, f)))
 		track(d, f->now, false);
@@ -359,7 +359,7 @@ bool demand_after_pass(struct demand *d, const struct demand_facts *f, uint64_t 
 	 * handshake, say) and that lags S gets a credit pass, since waiters at or below S do not
 	 * ring.  Credit moves each such CPU past S (r is read after S was raised).
 	 */
-	if (f->quiet_floor <= d->served)
+	if (f->credit_floor <= d->served)
 		ask_credit(d, f->now);
 	if (again)
 		d->fold_asked = true;

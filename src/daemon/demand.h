@@ -81,9 +81,17 @@ struct demand_facts {
 	bool owed;	    /* a busy CPU at or below H owes an event, heard from lately */
 	bool credit_needed; /* a credit pass would move a CPU at or below H */
 	uint64_t hold;	    /* g, while a CPU not busy (idle, offline, unknown, ours) holds it; 0 */
-	uint64_t quiet_floor; /* the lowest value of an idle, offline or our CPU; UINT64_MAX none */
-	long legacy;	      /* sleepers that cannot ring, as counted; 0 when not counted */
-	long global;	      /* every sleeper on the global words (the probe's count); 0 */
+	/*
+	 * The lowest value of a CPU no event of its own is sure to move soon: idle, offline, ours,
+	 * or one whose latest event was a daemon thread's (those never signal).  S stays below it.
+	 * UINT64_MAX: none.
+	 */
+	uint64_t quiet_floor;
+	/* The lowest value of a CPU a credit pass moves now (quiet, and not busy); UINT64_MAX none
+	 */
+	uint64_t credit_floor;
+	long legacy; /* sleepers that cannot ring, as counted; 0 when not counted */
+	long global; /* every sleeper on the global words (the probe's count); 0 */
 };
 
 /* What to do now (demand_duties, demand_pass), as bits. */

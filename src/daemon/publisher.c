@@ -607,34 +607,41 @@ void publisher_facts(const struct publisher *p, uint64_t horizon, int here, uint
 	f->lagging = p->g_ns <= horizon;
 	f->owed = f->credit_needed = false;
 	f->hold = 0;
-	f->quiet_floor = UINT64_MAX;
+	f->quiet_floor = f->credit_floor = UINT64_MAX;
 	for (uint64_t c = 0; c < p->ncpu; c++) {
 		const struct barrierd_slot *s = &p->slots[c];
 		uint8_t st = p->state[c];
 		/*
-		 * A daemon thread's switches stamp but never signal (docs/DEMAND.md, the
-		 * handshake): a CPU whose latest event was one (its stamp past the latest that was
-		 * not, sig_stamp) may be running the doorbell or slot-server thread now and go idle
-		 * with no signal.  So it counts as quiet: the served word stays below it and a pass
-		 * that finds it lagging asks for credit, never waits for its next event.  Relaxed
-		 * loads, after the pass's handshake (its MFENCE): a daemon thread's switch-in
-		 * exchanged before the horizon was read is seen here; one after it stamped the CPU
-		 * past the horizon, which the handshake's re-read folds.  A daemon thread on the
-		 * CPU briefly costs one more credit pass, within its cap.
+		 * A daemon thread's switches, in and out, stamp but never signal (docs/DEMAND.md,
+		 * the handshake): a CPU whose latest event was one (its stamp past the latest that
+		 * was not, sig_stamp) may go idle with no signal (the doorbell or slot-server
+		 * thread going back to sleep), or run a user task whose next event is a tick away,
+		 * or never on a tickless CPU.  So the served word stays below it (quiet_floor), and
+		 * a credit pass never waits for it; credit is asked for it only once its slot says
+		 * IDLE, since only then does credit move it (asking while it is busy would ask at
+		 * every pass, for nothing).  Relaxed loads after the pass's handshake: a pair read
+		 * stale costs latency only, until a later pass (a ring, the heartbeat's fold, the
+		 * doorbell's expiry), never what a pass publishes.
 		 */
-		bool daemon_ran = __atomic_load_n(&s->stamp, __ATOMIC_RELAXED) >
-				  __atomic_load_n(&s->sig_stamp, __ATOMIC_RELAXED);
-		bool quiet = st == BARRIERD_CPU_IDLE || st == BARRIERD_CPU_OFFLINE ||
-			     st == BARRIERD_CPU_DAEMON || (st == BARRIERD_CPU_BUSY && daemon_ran);
+		bool daemon_ran =
+		    st == BARRIERD_CPU_BUSY && __atomic_load_n(&s->stamp, __ATOMIC_RELAXED) >
+						   __atomic_load_n(&s->sig_stamp, __ATOMIC_RELAXED);
+		bool creditable = st == BARRIERD_CPU_IDLE || st == BARRIERD_CPU_OFFLINE ||
+				  st == BARRIERD_CPU_DAEMON ||
+				  (daemon_ran && __atomic_load_n(&s->idle, __ATOMIC_RELAXED) ==
+						     BARRIERD_SLOT_IDLE);
+		bool quiet = creditable || daemon_ran;
 
 		if (quiet && p->ns[c] < f->quiet_floor)
 			f->quiet_floor = p->ns[c];
+		if (creditable && p->ns[c] < f->credit_floor)
+			f->credit_floor = p->ns[c];
 		if (p->ns[c] == p->g_ns && st != BARRIERD_CPU_BUSY)
 			f->hold = p->g_ns;
 		if (p->ns[c] > horizon)
 			continue;
 		/* DESIGN rule 7: a credit pass credits the CPU it runs on. */
-		if (quiet || (int)c == here)
+		if (creditable || (int)c == here)
 			f->credit_needed = true;
 		if (!f->owed && !quiet && f->lagging && p->online[c] && (int)c != here) {
 			uint64_t stamp = __atomic_load_n(&s->stamp, __ATOMIC_ACQUIRE);

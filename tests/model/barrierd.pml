@@ -499,16 +499,19 @@ proctype Retire()
 
 /* ---- the slow path ---------------------------------------------------------------------- */
 
-/* [C4] one CPU's direct credit: its stamp above T, or r > T and it is idle or ourselves. */
+/*
+ * [C4] one CPU's direct credit, in lib/direct.c's order: r > T and it is idle or ourselves,
+ * else its stamp above T.
+ */
 inline direct_cpu(c)
 {
-	TLD(T_WAITER, L_STAMP0 + c, s);
+	TLD(T_WAITER, L_IDLE0 + c, i);
 	if
-	:: PASSED(s, T) -> ok++
+	:: PASSED(r, T) && (i == S_IDLE || c == self) -> ok++
 	:: else ->
-		TLD(T_WAITER, L_IDLE0 + c, i);
+		TLD(T_WAITER, L_STAMP0 + c, s);
 		if
-		:: PASSED(r, T) && (i == S_IDLE || c == self) -> ok++
+		:: PASSED(s, T) -> ok++
 		:: else -> skip
 		fi
 	fi

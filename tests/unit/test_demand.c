@@ -28,7 +28,7 @@ static const struct demand_cfg CFG = {
 
 static struct demand_facts facts(uint64_t now)
 {
-	return (struct demand_facts){.now = now, .quiet_floor = NONE};
+	return (struct demand_facts){.now = now, .quiet_floor = NONE, .credit_floor = NONE};
 }
 
 /* The periodic duties out of the way, for tests of another due time. */
@@ -239,7 +239,7 @@ static void served_after_pass(void **state)
 		d.following = rows[i].following;
 		d.follow_until = T0 + TEST_SEC;
 		d.served = d.horizon = rows[i].served0;
-		f.quiet_floor = rows[i].floor;
+		f.quiet_floor = f.credit_floor = rows[i].floor;
 		assert_false(demand_after_pass(&d, &f, rows[i].pass_h, false, false));
 		assert_int_equal(d.served, rows[i].served);
 		assert_int_equal(d.horizon, rows[i].h);
@@ -304,7 +304,7 @@ static void probe_and_peek(void **state)
 		f.legacy = rows[i].legacy;
 		f.global = rows[i].global;
 		f.hold = rows[i].hold;
-		f.quiet_floor = rows[i].floor;
+		f.quiet_floor = f.credit_floor = rows[i].floor;
 		f.g = rows[i].g;
 		demand_probed(&d, &f, rows[i].probe, &raise);
 		assert_int_equal(d.following, rows[i].following);
@@ -688,7 +688,7 @@ static void legacy_after_pass(void **state)
 	assert_true(demand_after_pass(&d, &f, T0 + 4 * TEST_MS, false, false));
 	assert_int_equal(d.follow_until, f.now + DEMAND_FOLLOW_HOLD_NS);
 	f.now = T0 + 6 * TEST_MS;
-	f.g = f.quiet_floor = T0 + TEST_MS;
+	f.g = f.quiet_floor = f.credit_floor = T0 + TEST_MS;
 	demand_legacy_asleep(&d, &f, &raise);
 	assert_true(raise);
 	assert_int_equal(d.horizon, T0 + 6 * TEST_MS);

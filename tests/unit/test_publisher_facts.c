@@ -41,26 +41,34 @@ struct row {
 	uint64_t ns;	    /* its published value */
 	/* The facts expected. */
 	bool owed, credit_needed;
-	uint64_t quiet_floor, hold;
+	uint64_t quiet_floor, credit_floor, hold;
 };
 
 /* Not const: each row is its test's state (cmocka's void pointer). */
 static struct row ROWS[] = {
     /* Busy, its latest event signalled, heard lately: only its own next event moves it. */
     {"busy_signalled_lagging_owed", BARRIERD_CPU_BUSY, BARRIERD_SLOT_BUSY, H - 10 * TEST_US,
-     H - 10 * TEST_US, H - 10 * TEST_US, true, false, NONE, 0},
+     H - 10 * TEST_US, H - 10 * TEST_US, true, false, NONE, NONE, 0},
     /* The same, silent for longer than silent_ns: neither waited for nor credited. */
     {"busy_signalled_silent_not_owed", BARRIERD_CPU_BUSY, BARRIERD_SLOT_BUSY, H - 200 * TEST_MS,
-     H - 200 * TEST_MS, H - 200 * TEST_MS, false, false, NONE, 0},
-    /* Busy, its latest event a daemon thread's, lagging H: quiet, credited, never waited for. */
+     H - 200 * TEST_MS, H - 200 * TEST_MS, false, false, NONE, NONE, 0},
+    /*
+     * Busy, its latest event a daemon thread's, lagging H, its slot busy (the thread, or a task
+     * after it, still runs): S stays below it and nothing waits for it, but credit would not
+     * move it, so none is asked for.
+     */
     {"busy_daemon_ran_lagging_quiet", BARRIERD_CPU_BUSY, BARRIERD_SLOT_BUSY, H - 10 * TEST_US,
-     H - 200 * TEST_US, H - 10 * TEST_US, false, true, H - 10 * TEST_US, 0},
+     H - 200 * TEST_US, H - 10 * TEST_US, false, false, H - 10 * TEST_US, NONE, 0},
+    /* The same once the daemon thread went to sleep (slot IDLE, no signal): credit moves it. */
+    {"busy_daemon_ran_went_idle_credited", BARRIERD_CPU_BUSY, BARRIERD_SLOT_IDLE, H - 10 * TEST_US,
+     H - 200 * TEST_US, H - 10 * TEST_US, false, true, H - 10 * TEST_US, H - 10 * TEST_US, 0},
     /* Idle, lagging H: quiet, credited, and it holds the global value. */
     {"idle_lagging_quiet", BARRIERD_CPU_IDLE, BARRIERD_SLOT_IDLE, H - 10 * TEST_US,
-     H - 10 * TEST_US, H - 10 * TEST_US, false, true, H - 10 * TEST_US, H - 10 * TEST_US},
+     H - 10 * TEST_US, H - 10 * TEST_US, false, true, H - 10 * TEST_US, H - 10 * TEST_US,
+     H - 10 * TEST_US},
     /* Busy, its latest event a daemon thread's, past H: no credit asked, still the floor. */
     {"busy_daemon_ran_past_h_floor", BARRIERD_CPU_BUSY, BARRIERD_SLOT_BUSY, H + 10 * TEST_US,
-     H - 10 * TEST_US, H + 10 * TEST_US, false, false, H + 10 * TEST_US, 0},
+     H - 10 * TEST_US, H + 10 * TEST_US, false, false, H + 10 * TEST_US, NONE, 0},
 };
 
 /* One publisher for every row: each row sets every word publisher_facts reads. */
@@ -135,6 +143,7 @@ static void check_row(void **state)
 	assert_int_equal(f.owed, r->owed);
 	assert_int_equal(f.credit_needed, r->credit_needed);
 	assert_int_equal(f.quiet_floor, r->quiet_floor);
+	assert_int_equal(f.credit_floor, r->credit_floor);
 	assert_int_equal(f.hold, r->hold);
 }
 
@@ -146,7 +155,7 @@ static void check_row(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    ROW_TEST(0), ROW_TEST(1), ROW_TEST(2), ROW_TEST(3), ROW_TEST(4),
+	    ROW_TEST(0), ROW_TEST(1), ROW_TEST(2), ROW_TEST(3), ROW_TEST(4), ROW_TEST(5),
 	};
 
 	return cmocka_run_group_tests(tests, world_setup, world_teardown);
