@@ -50,7 +50,7 @@
  */
 #define DEMAND_PEEK_NS (8000000ULL)
 #define DEMAND_PEEK_FIRST_NS (2000000ULL)
-#define DEMAND_PEEK_WINDOW_NS (2000000000ULL)
+#define DEMAND_PEEK_WINDOW_NS (500000000ULL)
 /* Nudge looks again at CPUs that still lag: how often, and how often while nobody sleeps. */
 #define DEMAND_NUDGE_RETRIES 4
 #define DEMAND_NUDGE_RETRY_NS (1000000ULL)
